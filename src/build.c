@@ -1,0 +1,593 @@
+/*
+ * build.c — CREATE INDEX for gateann.
+ *
+ * 1. Scan the heap, collecting every non-NULL vector (validated, normalised
+ *    for cosine), its heap TID and a serialised copy of its filter columns,
+ *    all accounted against maintenance_work_mem.
+ * 2. Train the PQ codebook on a deterministic sample and encode every vector.
+ * 3. Build the Vamana graph in memory (graph.c).
+ * 4. Write metapage, codebook pages and node pages through the buffer
+ *    manager, then WAL-log them all as full page images (log_newpage_range),
+ *    so a crash after commit leaves a usable index and standbys receive it.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "build.h"
+#include "distance.h"
+#include "filter.h"
+#include "graph.h"
+#include "page.h"
+#include "pq.h"
+#include "vector.h"
+
+#include "access/tableam.h"
+#include "access/xloginsert.h"
+#include "catalog/index.h"
+#include "commands/progress.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/bufmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#define PQ_TRAIN_SAMPLE		32768
+#define PQ_TRAIN_ITERATIONS	12
+#define PQ_SEED				UINT64CONST(0x5051736565640001)
+
+typedef struct BuildState
+{
+	Relation	index;
+	GateannVectorReader reader;
+	GateannMetric metric;
+	GateannFilterLayout *filters;
+
+	int			dims;			/* 0 until the first vector */
+	uint32		n;
+	uint32		capacity;		/* allocated slots */
+	float	   *vectors;		/* capacity * dims */
+	ItemPointerData *tids;
+	GateannFilterArena arena;	/* serialised filter values per node */
+	int			max_neighbors;
+
+	Size		per_node_graph_bytes;	/* estimate, for the memory check */
+	Size		memory_limit;
+	double		reltuples;		/* heap tuples seen, incl. not indexed */
+	MemoryContext tmpcxt;
+} BuildState;
+
+static void
+check_memory(BuildState *bs, uint32 n_needed)
+{
+	Size		need;
+
+	need = (Size) n_needed * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
+							  bs->per_node_graph_bytes);
+	need += gateann_filter_arena_bytes(&bs->arena);
+	if (need > bs->memory_limit)
+	{
+		double		est_rows = Max(bs->index->rd_rel->reltuples, (double) n_needed);
+		Size		est = (Size) (need * (est_rows / n_needed) * 1.1);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gateann index build needs more than maintenance_work_mem (%zu kB) for %u vectors of %d dimensions",
+						bs->memory_limit / 1024, n_needed, bs->dims),
+				 errhint("Increase maintenance_work_mem to at least %zu MB, e.g. SET maintenance_work_mem = '%zuMB', and retry.",
+						 est / (1024 * 1024) + 1, est / (1024 * 1024) + 1)));
+	}
+}
+
+static void
+grow_arrays(BuildState *bs)
+{
+	uint32		newcap = bs->capacity == 0 ? 1024 : bs->capacity * 2;
+
+	if (bs->capacity == 0)
+	{
+		bs->vectors = palloc_extended(sizeof(float) * bs->dims * newcap, MCXT_ALLOC_HUGE);
+		bs->tids = palloc_extended(sizeof(ItemPointerData) * newcap, MCXT_ALLOC_HUGE);
+	}
+	else
+	{
+		bs->vectors = repalloc_huge(bs->vectors, sizeof(float) * bs->dims * (Size) newcap);
+		bs->tids = repalloc_huge(bs->tids, sizeof(ItemPointerData) * (Size) newcap);
+	}
+	bs->capacity = newcap;
+}
+
+static void
+build_callback(Relation heap, ItemPointer tid, Datum *values, bool *isnull,
+			   bool tupleIsAlive, void *state)
+{
+	BuildState *bs = (BuildState *) state;
+	MemoryContext oldcxt;
+	float	   *v;
+	int			dims;
+	int			bad;
+
+	bs->reltuples += 1;
+	if (isnull[0])
+		return;					/* NULL vectors are not indexed */
+
+	oldcxt = MemoryContextSwitchTo(bs->tmpcxt);
+	v = gateann_vector_from_datum(&bs->reader, values[0], &dims);
+
+	if (bs->dims == 0)
+	{
+		bs->dims = dims;
+		bs->per_node_graph_bytes = gateann_graph_memory(1, bs->max_neighbors, 0);
+	}
+	else if (dims != bs->dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector in row %s of \"%s\" has %d dimensions, but the index's first vector has %d",
+						gateann_tid_string(tid), RelationGetRelationName(heap),
+						dims, bs->dims),
+				 errhint("All vectors in one gateann index must have the same number of dimensions; use a partial or expression index to separate them.")));
+
+	bad = gateann_first_nonfinite(v, dims);
+	if (bad >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector in row %s of \"%s\" has a non-finite value (%g) in dimension %d",
+						gateann_tid_string(tid), RelationGetRelationName(heap),
+						(double) v[bad], bad + 1),
+				 errhint("NaN and infinity cannot be indexed; fix or exclude the row.")));
+
+	/* Cosine: unit vectors; a zero vector has no direction and is skipped. */
+	if (bs->metric == GATEANN_METRIC_COSINE && !gateann_normalize(v, dims))
+	{
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(bs->tmpcxt);
+		return;
+	}
+
+	MemoryContextSwitchTo(oldcxt);
+
+	if (bs->n >= GATEANN_MAX_NODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gateann indexes at most %u vectors", GATEANN_MAX_NODES)));
+	if (bs->n == bs->capacity)
+		grow_arrays(bs);
+	if ((bs->n & 1023) == 0)
+		check_memory(bs, bs->n + 1024);
+
+	memcpy(bs->vectors + (Size) bs->n * bs->dims, v, sizeof(float) * dims);
+	bs->tids[bs->n] = *tid;
+	gateann_filter_arena_add(&bs->arena, bs->filters, values + 1, isnull + 1);
+	bs->n++;
+
+	MemoryContextReset(bs->tmpcxt);
+	if ((bs->n % 1024) == 0)
+		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, bs->n);
+}
+
+static void
+report_phase(int phase, double total)
+{
+	const int	idx[] = {PROGRESS_CREATEIDX_SUBPHASE,
+		PROGRESS_CREATEIDX_TUPLES_TOTAL,
+	PROGRESS_CREATEIDX_TUPLES_DONE};
+	const int64 val[] = {phase, (int64) total, 0};
+
+	pgstat_progress_update_multi_param(3, idx, val);
+}
+
+static void
+train_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
+static void
+graph_progress(int pass, uint32 done, uint32 total)
+{
+	static int	current_pass = 0;
+
+	CHECK_FOR_INTERRUPTS();
+	if (pass != current_pass || done == 0)
+	{
+		current_pass = pass;
+		report_phase(pass == 1 ? GATEANN_PHASE_GRAPH_PASS1 : GATEANN_PHASE_GRAPH_PASS2,
+					 total);
+	}
+	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
+}
+
+/* A build id that differs between any two builds of any index. */
+static uint64
+new_build_id(Relation index)
+{
+	uint64		id = (uint64) GetCurrentTimestamp();
+
+	id ^= ((uint64) MyProcPid << 40);
+	id ^= ((uint64) GATEANN_REL_FILENUMBER(index) << 20);
+	return id == 0 ? 1 : id;
+}
+
+/*
+ * Fill in the record layout for dims, R, M and the filter columns.
+ */
+static void
+layout_records(GateannMetaPageData *meta)
+{
+	uint32		off = MAXALIGN(sizeof(GateannNodeHeader));
+
+	meta->vector_offset = off;
+	off += sizeof(float) * meta->dims;
+	meta->neighbors_offset = off;
+	off += sizeof(uint32) * meta->max_neighbors;
+	meta->pqcode_offset = off;
+	off += meta->pq_subspaces;
+	off = MAXALIGN(off);
+	meta->filter_offset = off;
+	off += meta->filter_size;
+	meta->record_size = MAXALIGN(off);
+
+	if (meta->record_size <= GATEANN_PAGE_CAPACITY)
+	{
+		meta->records_per_page = GATEANN_PAGE_CAPACITY / meta->record_size;
+		meta->pages_per_record = 1;
+	}
+	else
+	{
+		meta->records_per_page = 0;
+		meta->pages_per_record = (meta->record_size + GATEANN_PAGE_CAPACITY - 1) /
+			GATEANN_PAGE_CAPACITY;
+	}
+}
+
+/* Serialise node `id` into rec (meta->record_size bytes). */
+static void
+fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
+			const BuildState *bs, const uint8 *codes, const GateannGraph *graph)
+{
+	GateannNodeHeader *hdr = GateannRecordHeader(rec);
+	uint32	   *nbrs = GateannRecordNeighbors(meta, rec);
+	int			deg = graph->degree[id];
+	int			i;
+
+	memset(rec, 0, meta->record_size);
+	hdr->node_id = id;
+	hdr->version = 1;
+	hdr->heap_tid = bs->tids[id];
+	hdr->flags = 0;
+	hdr->nneighbors = (uint16) deg;
+	memcpy(GateannRecordVector(meta, rec), bs->vectors + (Size) id * meta->dims,
+		   sizeof(float) * meta->dims);
+	memcpy(nbrs, graph->adj + (Size) id * graph->capacity, sizeof(uint32) * deg);
+	for (i = deg; i < meta->max_neighbors; i++)
+		nbrs[i] = InvalidNodeId;
+	memcpy(GateannRecordPQCode(meta, rec), codes + (Size) id * meta->pq_subspaces,
+		   meta->pq_subspaces);
+	gateann_filter_write_record(meta, &bs->arena, id, GateannRecordFilter(meta, rec));
+}
+
+/* Append one page to the fork; block numbers must follow in order. */
+static void
+write_new_page(Relation index, ForkNumber fork, Page page, BlockNumber expect)
+{
+	Buffer		buf = gateann_new_buffer(index, fork);
+
+	if (BufferGetBlockNumber(buf) != expect)
+		elog(ERROR, "gateann: unexpected block %u while building, expected %u",
+			 BufferGetBlockNumber(buf), expect);
+	memcpy(BufferGetPage(buf), page, BLCKSZ);
+	MarkBufferDirty(buf);
+	UnlockReleaseBuffer(buf);
+}
+
+/*
+ * Write the whole index: metapage, codebook, node records.
+ */
+static void
+write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
+			const BuildState *bs, const GateannPQ *pq, const uint8 *codes,
+			const GateannGraph *graph)
+{
+	PGAlignedBlock pagebuf;
+	Page		page = pagebuf.data;
+	BlockNumber blkno = 0;
+	char	   *rec;
+	uint32		id;
+
+	/* metapage first; rewritten at the end once counts are final */
+	gateann_init_page(page, GATEANN_PAGE_META);
+	write_new_page(index, fork, page, blkno++);
+
+	/* codebook */
+	meta->codebook_start = blkno;
+	if (meta->nnodes > 0)
+	{
+		Size		total = gateann_pq_codebook_bytes(meta->dims);
+		Size		done = 0;
+
+		while (done < total)
+		{
+			Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
+
+			gateann_init_page(page, GATEANN_PAGE_CODEBOOK);
+			memcpy(PageGetContents(page), (char *) pq->centroids + done, chunk);
+			gateann_page_set_used(page, chunk);
+			write_new_page(index, fork, page, blkno++);
+			done += chunk;
+		}
+	}
+	meta->codebook_pages = blkno - meta->codebook_start;
+
+	/* node records */
+	meta->node_start = blkno;
+	rec = palloc0(meta->record_size);
+	if (meta->records_per_page > 0)
+	{
+		uint32		slot = 0;
+
+		for (id = 0; id < meta->nnodes; id++)
+		{
+			if (slot == 0)
+				gateann_init_page(page, GATEANN_PAGE_NODES);
+			fill_record(meta, rec, id, bs, codes, graph);
+			memcpy(PageGetContents(page) + slot * meta->record_size, rec,
+				   meta->record_size);
+			slot++;
+			if (slot == meta->records_per_page || id == meta->nnodes - 1)
+			{
+				gateann_page_set_used(page, slot * meta->record_size);
+				write_new_page(index, fork, page, blkno++);
+				slot = 0;
+			}
+			if ((id & 1023) == 0)
+			{
+				CHECK_FOR_INTERRUPTS();
+				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, id);
+			}
+		}
+	}
+	else
+	{
+		for (id = 0; id < meta->nnodes; id++)
+		{
+			uint32		done = 0;
+
+			fill_record(meta, rec, id, bs, codes, graph);
+			while (done < meta->record_size)
+			{
+				uint32		chunk = Min(meta->record_size - done,
+										(uint32) GATEANN_PAGE_CAPACITY);
+
+				gateann_init_page(page, GATEANN_PAGE_NODES);
+				memcpy(PageGetContents(page), rec + done, chunk);
+				gateann_page_set_used(page, chunk);
+				write_new_page(index, fork, page, blkno++);
+				done += chunk;
+			}
+			CHECK_FOR_INTERRUPTS();
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, id);
+		}
+	}
+	pfree(rec);
+	meta->node_pages = blkno - meta->node_start;
+
+	/* final metapage */
+	gateann_write_meta_page(index, fork, meta);
+}
+
+/*
+ * Metapage defaults shared by a real build and an empty (unlogged init fork)
+ * build.
+ */
+static void
+init_meta(GateannMetaPageData *meta, Relation index, GateannOptions *opts,
+		  GateannMetric metric, const GateannFilterLayout *filters)
+{
+	memset(meta, 0, sizeof(*meta));
+	meta->magic = GATEANN_MAGIC;
+	meta->format_version = GATEANN_FORMAT_VERSION;
+	meta->build_id = new_build_id(index);
+	meta->metric = metric;
+	meta->max_neighbors = opts->max_neighbors;
+	meta->build_search_list_size = opts->build_search_list_size;
+	meta->alpha = (float4) opts->alpha;
+	meta->tunnel_neighbors = opts->tunnel_neighbors;
+	meta->entry_point = InvalidNodeId;
+	gateann_filter_layout_to_meta(filters, meta);
+}
+
+IndexBuildResult *
+gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+	IndexBuildResult *result;
+	BuildState	bs;
+	GateannOptions *opts = gateann_get_options(index);
+	GateannMetaPageData meta;
+	GateannPQ	pq;
+	uint8	   *codes = NULL;
+	GateannGraph graph;
+	MemoryContext buildcxt,
+				oldcxt;
+
+	if (RelationGetNumberOfBlocks(index) != 0)
+		elog(ERROR, "index \"%s\" already contains data",
+			 RelationGetRelationName(index));
+
+	gateann_check_options(opts);
+	gateann_distance_init();
+
+	buildcxt = AllocSetContextCreate(CurrentMemoryContext, "gateann build",
+									 ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(buildcxt);
+
+	memset(&bs, 0, sizeof(bs));
+	bs.index = index;
+	bs.metric = gateann_index_metric(index);
+	gateann_vector_reader_init(&bs.reader, index);
+	bs.max_neighbors = opts->max_neighbors;
+	bs.filters = gateann_filter_layout_create(index);
+	gateann_filter_arena_init(&bs.arena, bs.filters);
+	bs.memory_limit = (Size) maintenance_work_mem * 1024;
+	bs.tmpcxt = AllocSetContextCreate(buildcxt, "gateann build tuple",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	/* 1. heap scan */
+	report_phase(GATEANN_PHASE_SCAN, heap->rd_rel->reltuples);
+	table_index_build_scan(heap, index, indexInfo, true, true,
+						   build_callback, &bs, NULL);
+	if (bs.n > 0)
+		check_memory(&bs, bs.n);
+
+	init_meta(&meta, index, opts, bs.metric, bs.filters);
+	meta.dims = bs.dims;
+	meta.nnodes = bs.n;
+
+	if (bs.n > 0)
+	{
+		int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
+			gateann_pq_default_subspaces(bs.dims);
+		int			nsample = (int) Min((uint32) PQ_TRAIN_SAMPLE, bs.n);
+		float	   *sample;
+		void	   *scratch;
+		uint32		i;
+		uint64		rng = PQ_SEED;
+
+		if (m > bs.dims)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
+							m, bs.dims)));
+		meta.pq_subspaces = m;
+
+		/* 2. PQ: sample rows by a partial Fisher-Yates over an index array */
+		report_phase(GATEANN_PHASE_TRAIN, nsample);
+		sample = palloc_extended(sizeof(float) * bs.dims * (Size) nsample, MCXT_ALLOC_HUGE);
+		{
+			uint32	   *perm = palloc_extended(sizeof(uint32) * (Size) bs.n, MCXT_ALLOC_HUGE);
+
+			for (i = 0; i < bs.n; i++)
+				perm[i] = i;
+			for (i = 0; i < (uint32) nsample; i++)
+			{
+				uint32		j = i + (uint32) (gateann_random_next(&rng) % (bs.n - i));
+				uint32		t = perm[i];
+
+				perm[i] = perm[j];
+				perm[j] = t;
+				memcpy(sample + (Size) i * bs.dims,
+					   bs.vectors + (Size) perm[i] * bs.dims, sizeof(float) * bs.dims);
+			}
+			pfree(perm);
+		}
+		pq.dims = bs.dims;
+		pq.m = m;
+		pq.centroids = palloc_extended(gateann_pq_codebook_bytes(bs.dims),
+									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs.dims, m),
+								  MCXT_ALLOC_HUGE);
+		gateann_pq_train(&pq, sample, nsample, PQ_SEED, PQ_TRAIN_ITERATIONS,
+						 scratch, train_interrupts);
+		pfree(scratch);
+		pfree(sample);
+
+		report_phase(GATEANN_PHASE_ENCODE, bs.n);
+		codes = palloc_extended((Size) bs.n * m, MCXT_ALLOC_HUGE);
+		for (i = 0; i < bs.n; i++)
+		{
+			gateann_pq_encode(&pq, bs.vectors + (Size) i * bs.dims, codes + (Size) i * m);
+			if ((i & 4095) == 0)
+			{
+				CHECK_FOR_INTERRUPTS();
+				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
+			}
+		}
+
+		/* 3. graph */
+		memset(&graph, 0, sizeof(graph));
+		graph.dims = bs.dims;
+		graph.n = bs.n;
+		graph.vectors = bs.vectors;
+		graph.R = opts->max_neighbors;
+		gateann_graph_build(&graph, Max(opts->build_search_list_size, opts->max_neighbors),
+							(float) opts->alpha, graph_progress);
+		meta.entry_point = graph.medoid;
+	}
+	else
+		memset(&graph, 0, sizeof(graph));
+
+	/* 4. pages */
+	layout_records(&meta);
+	report_phase(GATEANN_PHASE_WRITE, bs.n);
+	write_index(index, MAIN_FORKNUM, &meta, &bs, &pq, codes, &graph);
+
+	if (RelationNeedsWAL(index))
+		log_newpage_range(index, MAIN_FORKNUM, 0,
+						  RelationGetNumberOfBlocks(index), true);
+
+	MemoryContextSwitchTo(oldcxt);
+	result = palloc(sizeof(IndexBuildResult));
+	result->heap_tuples = bs.reltuples;
+	result->index_tuples = bs.n;
+	MemoryContextDelete(buildcxt);
+	return result;
+}
+
+/*
+ * Init fork of an unlogged index: just a metapage for an index of no rows.
+ */
+void
+gateann_buildempty(Relation index)
+{
+	GateannOptions *opts = gateann_get_options(index);
+	GateannMetaPageData meta;
+	GateannFilterLayout *filters;
+	PGAlignedBlock pagebuf;
+
+	filters = gateann_filter_layout_create(index);
+	init_meta(&meta, index, opts, gateann_index_metric(index), filters);
+	layout_records(&meta);
+	meta.codebook_start = meta.node_start = 1;
+
+	gateann_init_page(pagebuf.data, GATEANN_PAGE_META);
+	write_new_page(index, INIT_FORKNUM, pagebuf.data, 0);
+	gateann_write_meta_page(index, INIT_FORKNUM, &meta);
+	log_newpage_range(index, INIT_FORKNUM, 0, 1, true);
+}
+
+/*
+ * Rewrite block 0 of `fork` with meta.  Used during build only (no WAL here:
+ * the caller logs the whole range afterwards).
+ */
+void
+gateann_write_meta_page(Relation index, ForkNumber fork, const GateannMetaPageData *meta)
+{
+	Buffer		buf = ReadBufferExtended(index, fork, GATEANN_METAPAGE_BLKNO,
+										 RBM_NORMAL, NULL);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	gateann_init_page(page, GATEANN_PAGE_META);
+	memcpy(PageGetContents(page), meta, sizeof(GateannMetaPageData));
+	gateann_page_set_used(page, sizeof(GateannMetaPageData));
+	MarkBufferDirty(buf);
+	UnlockReleaseBuffer(buf);
+}
+
+bool
+gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
+			   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+			   IndexInfo *indexInfo)
+{
+	/* A NULL vector is never indexed, so it needs no index change at all. */
+	if (isnull[0])
+		return false;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("gateann index \"%s\" does not accept new rows yet",
+					RelationGetRelationName(index)),
+			 errdetail("This version of gateann builds indexes with CREATE INDEX and REINDEX only; inserts and non-HOT updates of indexed tables are not supported yet."),
+			 errhint("Load the data first and create the index afterwards, or REINDEX after loading.")));
+	return false;
+}

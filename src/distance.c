@@ -1,0 +1,899 @@
+/*
+ * distance.c — vector distance kernels with runtime CPU dispatch.
+ *
+ * Scalar reference kernels are always compiled.  On x86 the AVX2+FMA and
+ * AVX-512F variants are compiled with function-level target attributes (no
+ * -march flags needed, nothing is executed unless the running CPU has the
+ * features) and picked once by gateann_distance_init().
+ *
+ * Plain C, no PostgreSQL headers: linked into the extension and into the
+ * standalone unit tests.
+ */
+#include "distance.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <float.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#define GATEANN_X86 1
+#include <immintrin.h>
+#endif
+
+#define PQ_K 256				/* centroids per subspace */
+
+/* ----------------------------------------------------------------
+ * Scalar reference kernels
+ * ----------------------------------------------------------------
+ */
+
+float
+gateann_l2sq_scalar(const float *a, const float *b, int dims)
+{
+	float		s0 = 0.0f,
+				s1 = 0.0f,
+				s2 = 0.0f,
+				s3 = 0.0f;
+	int			i = 0;
+
+	for (; i + 4 <= dims; i += 4)
+	{
+		float		d0 = a[i] - b[i];
+		float		d1 = a[i + 1] - b[i + 1];
+		float		d2 = a[i + 2] - b[i + 2];
+		float		d3 = a[i + 3] - b[i + 3];
+
+		s0 += d0 * d0;
+		s1 += d1 * d1;
+		s2 += d2 * d2;
+		s3 += d3 * d3;
+	}
+	for (; i < dims; i++)
+	{
+		float		d = a[i] - b[i];
+
+		s0 += d * d;
+	}
+	return (s0 + s1) + (s2 + s3);
+}
+
+float
+gateann_dot_scalar(const float *a, const float *b, int dims)
+{
+	float		s0 = 0.0f,
+				s1 = 0.0f,
+				s2 = 0.0f,
+				s3 = 0.0f;
+	int			i = 0;
+
+	for (; i + 4 <= dims; i += 4)
+	{
+		s0 += a[i] * b[i];
+		s1 += a[i + 1] * b[i + 1];
+		s2 += a[i + 2] * b[i + 2];
+		s3 += a[i + 3] * b[i + 3];
+	}
+	for (; i < dims; i++)
+		s0 += a[i] * b[i];
+	return (s0 + s1) + (s2 + s3);
+}
+
+float
+gateann_pq_adc_scalar(const float *table, const uint8_t *code, int m)
+{
+	float		s0 = 0.0f,
+				s1 = 0.0f,
+				s2 = 0.0f,
+				s3 = 0.0f;
+	int			s = 0;
+
+	for (; s + 4 <= m; s += 4)
+	{
+		const float *t = table + (size_t) s * PQ_K;
+
+		s0 += t[code[s]];
+		s1 += t[PQ_K + code[s + 1]];
+		s2 += t[2 * PQ_K + code[s + 2]];
+		s3 += t[3 * PQ_K + code[s + 3]];
+	}
+	for (; s < m; s++)
+		s0 += table[(size_t) s * PQ_K + code[s]];
+	return (s0 + s1) + (s2 + s3);
+}
+
+int
+gateann_pq_nearest_scalar(const float *centroids, const float *x, int w,
+						  float *dist)
+{
+	int			best = 0;
+	float		bestd = FLT_MAX;
+	int			c;
+
+	if (w == 4)
+	{
+		float		x0 = x[0],
+					x1 = x[1],
+					x2 = x[2],
+					x3 = x[3];
+
+		for (c = 0; c < PQ_K; c++)
+		{
+			const float *p = centroids + c * 4;
+			float		d0 = p[0] - x0;
+			float		d1 = p[1] - x1;
+			float		d2 = p[2] - x2;
+			float		d3 = p[3] - x3;
+			float		d = (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+
+			if (d < bestd)
+			{
+				bestd = d;
+				best = c;
+			}
+		}
+	}
+	else
+	{
+		for (c = 0; c < PQ_K; c++)
+		{
+			float		d = gateann_l2sq_scalar(centroids + (size_t) c * w, x, w);
+
+			if (d < bestd)
+			{
+				bestd = d;
+				best = c;
+			}
+		}
+	}
+	if (dist)
+		*dist = bestd;
+	return best;
+}
+
+void
+gateann_pq_l2_table_scalar(const float *centroids, const float *x, int w,
+						   float *out)
+{
+	int			c;
+
+	for (c = 0; c < PQ_K; c++)
+		out[c] = gateann_l2sq_scalar(centroids + (size_t) c * w, x, w);
+}
+
+void
+gateann_pq_ip_table_scalar(const float *centroids, const float *x, int w,
+						   float *out)
+{
+	int			c;
+
+	for (c = 0; c < PQ_K; c++)
+		out[c] = -gateann_dot_scalar(centroids + (size_t) c * w, x, w);
+}
+
+#ifdef GATEANN_X86
+
+/* ----------------------------------------------------------------
+ * AVX2 + FMA
+ * ----------------------------------------------------------------
+ */
+#define AVX2_FN __attribute__((target("avx2,fma")))
+#define AVX2_INLINE static inline __attribute__((target("avx2,fma"), always_inline))
+
+AVX2_INLINE float
+hsum256(__m256 v)
+{
+	__m128		lo = _mm256_castps256_ps128(v);
+	__m128		hi = _mm256_extractf128_ps(v, 1);
+	__m128		s = _mm_add_ps(lo, hi);
+
+	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+	s = _mm_add_ss(s, _mm_movehdup_ps(s));
+	return _mm_cvtss_f32(s);
+}
+
+/* mask with the first r (0..8) lanes set, for _mm256_maskload_ps */
+AVX2_INLINE __m256i
+tailmask256(int r)
+{
+	const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(r), lanes);
+}
+
+AVX2_FN static float
+l2sq_avx2(const float *a, const float *b, int dims)
+{
+	__m256		s0 = _mm256_setzero_ps();
+	__m256		s1 = _mm256_setzero_ps();
+	__m256		s2 = _mm256_setzero_ps();
+	__m256		s3 = _mm256_setzero_ps();
+	int			i = 0;
+
+	for (; i + 32 <= dims; i += 32)
+	{
+		__m256		d0 = _mm256_sub_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+		__m256		d1 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8));
+		__m256		d2 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16));
+		__m256		d3 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24));
+
+		s0 = _mm256_fmadd_ps(d0, d0, s0);
+		s1 = _mm256_fmadd_ps(d1, d1, s1);
+		s2 = _mm256_fmadd_ps(d2, d2, s2);
+		s3 = _mm256_fmadd_ps(d3, d3, s3);
+	}
+	for (; i + 8 <= dims; i += 8)
+	{
+		__m256		d = _mm256_sub_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+
+		s0 = _mm256_fmadd_ps(d, d, s0);
+	}
+	if (i < dims)
+	{
+		__m256i		mk = tailmask256(dims - i);
+		__m256		d = _mm256_sub_ps(_mm256_maskload_ps(a + i, mk),
+									  _mm256_maskload_ps(b + i, mk));
+
+		s1 = _mm256_fmadd_ps(d, d, s1);
+	}
+	return hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+AVX2_FN static float
+dot_avx2(const float *a, const float *b, int dims)
+{
+	__m256		s0 = _mm256_setzero_ps();
+	__m256		s1 = _mm256_setzero_ps();
+	__m256		s2 = _mm256_setzero_ps();
+	__m256		s3 = _mm256_setzero_ps();
+	int			i = 0;
+
+	for (; i + 32 <= dims; i += 32)
+	{
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+		s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+		s2 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 16), _mm256_loadu_ps(b + i + 16), s2);
+		s3 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 24), _mm256_loadu_ps(b + i + 24), s3);
+	}
+	for (; i + 8 <= dims; i += 8)
+		s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+	if (i < dims)
+	{
+		__m256i		mk = tailmask256(dims - i);
+
+		s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, mk),
+							 _mm256_maskload_ps(b + i, mk), s1);
+	}
+	return hsum256(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+/*
+ * ADC with AVX2: measured slower than the unrolled scalar loop for the AVX2
+ * gather on the machines we tried (see test/unit/bench.c), so the AVX2 set
+ * uses the scalar kernel; this variant is kept for benchmarking.
+ */
+AVX2_FN static float
+pq_adc_avx2_gather(const float *table, const uint8_t *code, int m)
+{
+	const __m256i offs = _mm256_setr_epi32(0, PQ_K, 2 * PQ_K, 3 * PQ_K,
+										   4 * PQ_K, 5 * PQ_K, 6 * PQ_K, 7 * PQ_K);
+	__m256		acc0 = _mm256_setzero_ps();
+	__m256		acc1 = _mm256_setzero_ps();
+	float		tail = 0.0f;
+	int			s = 0;
+
+	for (; s + 16 <= m; s += 16)
+	{
+		__m128i		c = _mm_loadu_si128((const __m128i *) (code + s));
+		__m256i		i0 = _mm256_add_epi32(_mm256_cvtepu8_epi32(c), offs);
+		__m256i		i1 = _mm256_add_epi32(_mm256_cvtepu8_epi32(_mm_srli_si128(c, 8)), offs);
+
+		acc0 = _mm256_add_ps(acc0, _mm256_i32gather_ps(table + (size_t) s * PQ_K, i0, 4));
+		acc1 = _mm256_add_ps(acc1, _mm256_i32gather_ps(table + (size_t) (s + 8) * PQ_K, i1, 4));
+	}
+	for (; s < m; s++)
+		tail += table[(size_t) s * PQ_K + code[s]];
+	return hsum256(_mm256_add_ps(acc0, acc1)) + tail;
+}
+
+AVX2_INLINE __m256
+pairsum256(__m256 a, __m256 b)
+{
+	return _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
+}
+
+/* per 128-bit lane L: the lane-L sums of a, b, c, d */
+AVX2_INLINE __m256
+quadsum256(__m256 a, __m256 b, __m256 c, __m256 d)
+{
+	__m256		p0 = pairsum256(a, b);
+	__m256		p1 = pairsum256(c, d);
+
+	return _mm256_add_ps(_mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(1, 0, 1, 0)),
+						 _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+AVX2_INLINE __m256
+pq_term256(__m256 c, __m256 xv, __m256 acc, int ip)
+{
+	if (ip)
+		return _mm256_fmadd_ps(c, xv, acc);
+	c = _mm256_sub_ps(c, xv);
+	return _mm256_fmadd_ps(c, c, acc);
+}
+
+/* w == 4: two whole centroids per register */
+AVX2_INLINE __m256
+pair4_256(const float *cent, __m256 xp, int ip)
+{
+	__m256		c = _mm256_loadu_ps(cent);
+
+	if (ip)
+		return _mm256_mul_ps(c, xp);
+	c = _mm256_sub_ps(c, xp);
+	return _mm256_mul_ps(c, c);
+}
+
+/*
+ * Distances (ip = 0: squared L2; ip = 1: dot product) from x to the 8
+ * centroids starting at cent (each w floats wide), lane i = centroid i.
+ */
+AVX2_INLINE __m256
+block8_avx2(const float *cent, const float *x, int w, int ip)
+{
+	__m256		v0, v1, v2, v3, v4, v5, v6, v7;
+	__m256		y0, y1;
+	int			j = 0;
+
+	if (w == 4)
+	{
+		__m256		xp = _mm256_broadcast_ps((const __m128 *) x);
+		__m256		y = quadsum256(pair4_256(cent, xp, ip), pair4_256(cent + 8, xp, ip),
+								   pair4_256(cent + 16, xp, ip), pair4_256(cent + 24, xp, ip));
+
+		/* lane 4*L + k of y is centroid 2*k + L */
+		return _mm256_permutevar8x32_ps(y, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+	}
+
+	v0 = v1 = v2 = v3 = v4 = v5 = v6 = v7 = _mm256_setzero_ps();
+
+#define PQ256_STEP(LOAD) \
+	do { \
+		v0 = pq_term256(LOAD(0), xv, v0, ip); \
+		v1 = pq_term256(LOAD(1), xv, v1, ip); \
+		v2 = pq_term256(LOAD(2), xv, v2, ip); \
+		v3 = pq_term256(LOAD(3), xv, v3, ip); \
+		v4 = pq_term256(LOAD(4), xv, v4, ip); \
+		v5 = pq_term256(LOAD(5), xv, v5, ip); \
+		v6 = pq_term256(LOAD(6), xv, v6, ip); \
+		v7 = pq_term256(LOAD(7), xv, v7, ip); \
+	} while (0)
+#define PQ256_FULL(i) _mm256_loadu_ps(cent + (size_t) (i) * w + j)
+#define PQ256_MASKED(i) _mm256_maskload_ps(cent + (size_t) (i) * w + j, mk)
+
+	for (; j + 8 <= w; j += 8)
+	{
+		__m256		xv = _mm256_loadu_ps(x + j);
+
+		PQ256_STEP(PQ256_FULL);
+	}
+	if (j < w)
+	{
+		__m256i		mk = tailmask256(w - j);
+		__m256		xv = _mm256_maskload_ps(x + j, mk);
+
+		PQ256_STEP(PQ256_MASKED);
+	}
+#undef PQ256_STEP
+#undef PQ256_FULL
+#undef PQ256_MASKED
+
+	y0 = quadsum256(v0, v1, v2, v3);
+	y1 = quadsum256(v4, v5, v6, v7);
+	return _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
+						 _mm256_permute2f128_ps(y0, y1, 0x31));
+}
+
+AVX2_FN static int
+pq_nearest_avx2(const float *centroids, const float *x, int w, float *dist)
+{
+	__m256		best = _mm256_set1_ps(FLT_MAX);
+	__m256i		bidx = _mm256_setzero_si256();
+	__m256i		cur = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+	const __m256i eight = _mm256_set1_epi32(8);
+	float		bd[8];
+	int			bi[8];
+	int			c,
+				r;
+	float		rd;
+
+	for (c = 0; c < PQ_K; c += 8)
+	{
+		__m256		d = block8_avx2(centroids + (size_t) c * w, x, w, 0);
+		__m256		lt = _mm256_cmp_ps(d, best, _CMP_LT_OQ);
+
+		best = _mm256_blendv_ps(best, d, lt);
+		bidx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(bidx),
+													_mm256_castsi256_ps(cur), lt));
+		cur = _mm256_add_epi32(cur, eight);
+	}
+	_mm256_storeu_ps(bd, best);
+	_mm256_storeu_si256((__m256i *) bi, bidx);
+	r = bi[0];
+	rd = bd[0];
+	for (c = 1; c < 8; c++)
+	{
+		if (bd[c] < rd || (bd[c] == rd && bi[c] < r))
+		{
+			rd = bd[c];
+			r = bi[c];
+		}
+	}
+	if (dist)
+		*dist = rd;
+	return r;
+}
+
+AVX2_FN static void
+pq_l2_table_avx2(const float *centroids, const float *x, int w, float *out)
+{
+	int			c;
+
+	for (c = 0; c < PQ_K; c += 8)
+		_mm256_storeu_ps(out + c, block8_avx2(centroids + (size_t) c * w, x, w, 0));
+}
+
+AVX2_FN static void
+pq_ip_table_avx2(const float *centroids, const float *x, int w, float *out)
+{
+	const __m256 neg = _mm256_set1_ps(-0.0f);
+	int			c;
+
+	for (c = 0; c < PQ_K; c += 8)
+		_mm256_storeu_ps(out + c,
+						 _mm256_xor_ps(block8_avx2(centroids + (size_t) c * w, x, w, 1), neg));
+}
+
+/* ----------------------------------------------------------------
+ * AVX-512F
+ * ----------------------------------------------------------------
+ */
+#define AVX512_FN __attribute__((target("avx512f")))
+#define AVX512_INLINE static inline __attribute__((target("avx512f"), always_inline))
+
+AVX512_INLINE __mmask16
+tailmask512(int r)
+{
+	return (__mmask16) ((1u << r) - 1u);
+}
+
+AVX512_FN static float
+l2sq_avx512(const float *a, const float *b, int dims)
+{
+	__m512		s0 = _mm512_setzero_ps();
+	__m512		s1 = _mm512_setzero_ps();
+	__m512		s2 = _mm512_setzero_ps();
+	__m512		s3 = _mm512_setzero_ps();
+	int			i = 0;
+
+	for (; i + 64 <= dims; i += 64)
+	{
+		__m512		d0 = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
+		__m512		d1 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16));
+		__m512		d2 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32));
+		__m512		d3 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48));
+
+		s0 = _mm512_fmadd_ps(d0, d0, s0);
+		s1 = _mm512_fmadd_ps(d1, d1, s1);
+		s2 = _mm512_fmadd_ps(d2, d2, s2);
+		s3 = _mm512_fmadd_ps(d3, d3, s3);
+	}
+	for (; i + 16 <= dims; i += 16)
+	{
+		__m512		d = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
+
+		s0 = _mm512_fmadd_ps(d, d, s0);
+	}
+	if (i < dims)
+	{
+		__mmask16	mk = tailmask512(dims - i);
+		__m512		d = _mm512_sub_ps(_mm512_maskz_loadu_ps(mk, a + i),
+									  _mm512_maskz_loadu_ps(mk, b + i));
+
+		s1 = _mm512_fmadd_ps(d, d, s1);
+	}
+	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+AVX512_FN static float
+dot_avx512(const float *a, const float *b, int dims)
+{
+	__m512		s0 = _mm512_setzero_ps();
+	__m512		s1 = _mm512_setzero_ps();
+	__m512		s2 = _mm512_setzero_ps();
+	__m512		s3 = _mm512_setzero_ps();
+	int			i = 0;
+
+	for (; i + 64 <= dims; i += 64)
+	{
+		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+		s1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), s1);
+		s2 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32), s2);
+		s3 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48), s3);
+	}
+	for (; i + 16 <= dims; i += 16)
+		s0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), s0);
+	if (i < dims)
+	{
+		__mmask16	mk = tailmask512(dims - i);
+
+		s1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mk, a + i),
+							 _mm512_maskz_loadu_ps(mk, b + i), s1);
+	}
+	return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
+}
+
+AVX512_FN static float
+pq_adc_avx512_gather(const float *table, const uint8_t *code, int m)
+{
+	const __m512i offs = _mm512_setr_epi32(0, PQ_K, 2 * PQ_K, 3 * PQ_K,
+										   4 * PQ_K, 5 * PQ_K, 6 * PQ_K, 7 * PQ_K,
+										   8 * PQ_K, 9 * PQ_K, 10 * PQ_K, 11 * PQ_K,
+										   12 * PQ_K, 13 * PQ_K, 14 * PQ_K, 15 * PQ_K);
+	__m512		acc0 = _mm512_setzero_ps();
+	__m512		acc1 = _mm512_setzero_ps();
+	float		tail = 0.0f;
+	int			s = 0;
+
+	for (; s + 32 <= m; s += 32)
+	{
+		__m512i		i0 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (code + s))), offs);
+		__m512i		i1 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (code + s + 16))), offs);
+
+		acc0 = _mm512_add_ps(acc0, _mm512_i32gather_ps(i0, table + (size_t) s * PQ_K, 4));
+		acc1 = _mm512_add_ps(acc1, _mm512_i32gather_ps(i1, table + (size_t) (s + 16) * PQ_K, 4));
+	}
+	for (; s + 16 <= m; s += 16)
+	{
+		__m512i		i0 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (code + s))), offs);
+
+		acc0 = _mm512_add_ps(acc0, _mm512_i32gather_ps(i0, table + (size_t) s * PQ_K, 4));
+	}
+	for (; s < m; s++)
+		tail += table[(size_t) s * PQ_K + code[s]];
+	return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
+}
+
+/*
+ * Two vectors -> per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3]; two of
+ * those -> per 128-bit lane L the lane-L sums of four vectors.
+ */
+AVX512_INLINE __m512
+pairsum512(__m512 a, __m512 b)
+{
+	return _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
+}
+
+AVX512_INLINE __m512
+quadsum512(__m512 a, __m512 b, __m512 c, __m512 d)
+{
+	__m512		p0 = pairsum512(a, b);
+	__m512		p1 = pairsum512(c, d);
+
+	return _mm512_add_ps(_mm512_shuffle_ps(p0, p1, _MM_SHUFFLE(1, 0, 1, 0)),
+						 _mm512_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+/*
+ * 16 vectors -> one vector whose lane i is the horizontal sum of vector i.
+ * (Passed by value and always inlined so everything stays in registers.)
+ */
+AVX512_INLINE __m512
+reduce16_512(__m512 v0, __m512 v1, __m512 v2, __m512 v3,
+			 __m512 v4, __m512 v5, __m512 v6, __m512 v7,
+			 __m512 v8, __m512 v9, __m512 v10, __m512 v11,
+			 __m512 v12, __m512 v13, __m512 v14, __m512 v15)
+{
+	__m512		y0 = quadsum512(v0, v1, v2, v3);
+	__m512		y1 = quadsum512(v4, v5, v6, v7);
+	__m512		y2 = quadsum512(v8, v9, v10, v11);
+	__m512		y3 = quadsum512(v12, v13, v14, v15);
+	__m512		z0 = _mm512_add_ps(_mm512_shuffle_f32x4(y0, y1, _MM_SHUFFLE(2, 0, 2, 0)),
+								   _mm512_shuffle_f32x4(y0, y1, _MM_SHUFFLE(3, 1, 3, 1)));
+	__m512		z1 = _mm512_add_ps(_mm512_shuffle_f32x4(y2, y3, _MM_SHUFFLE(2, 0, 2, 0)),
+								   _mm512_shuffle_f32x4(y2, y3, _MM_SHUFFLE(3, 1, 3, 1)));
+
+	return _mm512_add_ps(_mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
+						 _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/*
+ * 4 vectors, each holding four 4-float groups (one per 128-bit lane), ->
+ * one vector whose lane i is the sum of group i (group g of q[k] is number
+ * 4*k + g).
+ */
+AVX512_INLINE __m512
+reduce_quads_512(__m512 q0, __m512 q1, __m512 q2, __m512 q3)
+{
+	const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13,
+										   2, 6, 10, 14, 3, 7, 11, 15);
+
+	/* lane 4*L + k of the quad sum is group 4*k + L */
+	return _mm512_permutexvar_ps(perm, quadsum512(q0, q1, q2, q3));
+}
+
+AVX512_INLINE __m512
+pq_term512(__m512 c, __m512 xv, __m512 acc, int ip)
+{
+	if (ip)
+		return _mm512_fmadd_ps(c, xv, acc);
+	else
+	{
+		__m512		d = _mm512_sub_ps(c, xv);
+
+		return _mm512_fmadd_ps(d, d, acc);
+	}
+}
+
+/* w == 4: 4 centroids per register, one per 128-bit lane */
+AVX512_INLINE __m512
+quad4_512(const float *cent, __m512 xp, int ip)
+{
+	__m512		c = _mm512_loadu_ps(cent);
+
+	if (ip)
+		return _mm512_mul_ps(c, xp);
+	c = _mm512_sub_ps(c, xp);
+	return _mm512_mul_ps(c, c);
+}
+
+/* w == 8: 2 centroids per register; fold the two halves of each centroid */
+AVX512_INLINE __m512
+quad8_512(const float *cent, __m512 xp, int ip)
+{
+	__m512		a = _mm512_loadu_ps(cent);
+	__m512		b = _mm512_loadu_ps(cent + 16);
+
+	if (ip)
+	{
+		a = _mm512_mul_ps(a, xp);
+		b = _mm512_mul_ps(b, xp);
+	}
+	else
+	{
+		a = _mm512_sub_ps(a, xp);
+		b = _mm512_sub_ps(b, xp);
+		a = _mm512_mul_ps(a, a);
+		b = _mm512_mul_ps(b, b);
+	}
+	return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
+						 _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+/*
+ * Distances (ip = 0: squared L2; ip = 1: dot product) from x to the 16
+ * centroids starting at cent (each w floats wide), lane i = centroid i.
+ */
+AVX512_INLINE __m512
+block16_avx512(const float *cent, const float *x, int w, int ip)
+{
+	__m512		v0, v1, v2, v3, v4, v5, v6, v7,
+				v8, v9, v10, v11, v12, v13, v14, v15;
+	int			j = 0;
+
+	if (w == 4)
+	{
+		__m512		xp = _mm512_broadcast_f32x4(_mm_loadu_ps(x));
+
+		return reduce_quads_512(quad4_512(cent, xp, ip), quad4_512(cent + 16, xp, ip),
+								quad4_512(cent + 32, xp, ip), quad4_512(cent + 48, xp, ip));
+	}
+	if (w == 8)
+	{
+		__m512		xp = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(x))));
+
+		return reduce_quads_512(quad8_512(cent, xp, ip), quad8_512(cent + 32, xp, ip),
+								quad8_512(cent + 64, xp, ip), quad8_512(cent + 96, xp, ip));
+	}
+
+	v0 = v1 = v2 = v3 = v4 = v5 = v6 = v7 = _mm512_setzero_ps();
+	v8 = v9 = v10 = v11 = v12 = v13 = v14 = v15 = _mm512_setzero_ps();
+
+#define PQ512_STEP(LOAD) \
+	do { \
+		v0 = pq_term512(LOAD(0), xv, v0, ip); \
+		v1 = pq_term512(LOAD(1), xv, v1, ip); \
+		v2 = pq_term512(LOAD(2), xv, v2, ip); \
+		v3 = pq_term512(LOAD(3), xv, v3, ip); \
+		v4 = pq_term512(LOAD(4), xv, v4, ip); \
+		v5 = pq_term512(LOAD(5), xv, v5, ip); \
+		v6 = pq_term512(LOAD(6), xv, v6, ip); \
+		v7 = pq_term512(LOAD(7), xv, v7, ip); \
+		v8 = pq_term512(LOAD(8), xv, v8, ip); \
+		v9 = pq_term512(LOAD(9), xv, v9, ip); \
+		v10 = pq_term512(LOAD(10), xv, v10, ip); \
+		v11 = pq_term512(LOAD(11), xv, v11, ip); \
+		v12 = pq_term512(LOAD(12), xv, v12, ip); \
+		v13 = pq_term512(LOAD(13), xv, v13, ip); \
+		v14 = pq_term512(LOAD(14), xv, v14, ip); \
+		v15 = pq_term512(LOAD(15), xv, v15, ip); \
+	} while (0)
+#define PQ512_FULL(i) _mm512_loadu_ps(cent + (size_t) (i) * w + j)
+#define PQ512_MASKED(i) _mm512_maskz_loadu_ps(mk, cent + (size_t) (i) * w + j)
+
+	for (; j + 16 <= w; j += 16)
+	{
+		__m512		xv = _mm512_loadu_ps(x + j);
+
+		PQ512_STEP(PQ512_FULL);
+	}
+	if (j < w)
+	{
+		__mmask16	mk = tailmask512(w - j);
+		__m512		xv = _mm512_maskz_loadu_ps(mk, x + j);
+
+		PQ512_STEP(PQ512_MASKED);
+	}
+#undef PQ512_STEP
+#undef PQ512_FULL
+#undef PQ512_MASKED
+
+	return reduce16_512(v0, v1, v2, v3, v4, v5, v6, v7,
+						v8, v9, v10, v11, v12, v13, v14, v15);
+}
+
+AVX512_FN static int
+pq_nearest_avx512(const float *centroids, const float *x, int w, float *dist)
+{
+	__m512		best = _mm512_set1_ps(FLT_MAX);
+	__m512i		bidx = _mm512_setzero_si512();
+	__m512i		cur = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7,
+										8, 9, 10, 11, 12, 13, 14, 15);
+	const __m512i sixteen = _mm512_set1_epi32(16);
+	float		mind;
+	__mmask16	eq;
+	int			c;
+
+	for (c = 0; c < PQ_K; c += 16)
+	{
+		__m512		d = block16_avx512(centroids + (size_t) c * w, x, w, 0);
+		__mmask16	lt = _mm512_cmp_ps_mask(d, best, _CMP_LT_OQ);
+
+		best = _mm512_mask_mov_ps(best, lt, d);
+		bidx = _mm512_mask_mov_epi32(bidx, lt, cur);
+		cur = _mm512_add_epi32(cur, sixteen);
+	}
+	mind = _mm512_reduce_min_ps(best);
+	eq = _mm512_cmp_ps_mask(best, _mm512_set1_ps(mind), _CMP_EQ_OQ);
+	if (dist)
+		*dist = mind;
+	if (eq == 0)
+		return 0;				/* only NaNs */
+	return _mm512_mask_reduce_min_epi32(eq, bidx);
+}
+
+AVX512_FN static void
+pq_l2_table_avx512(const float *centroids, const float *x, int w, float *out)
+{
+	int			c;
+
+	for (c = 0; c < PQ_K; c += 16)
+		_mm512_storeu_ps(out + c, block16_avx512(centroids + (size_t) c * w, x, w, 0));
+}
+
+AVX512_FN static void
+pq_ip_table_avx512(const float *centroids, const float *x, int w, float *out)
+{
+	int			c;
+
+	for (c = 0; c < PQ_K; c += 16)
+	{
+		__m512		d = block16_avx512(centroids + (size_t) c * w, x, w, 1);
+
+		_mm512_storeu_ps(out + c, _mm512_sub_ps(_mm512_setzero_ps(), d));
+	}
+}
+
+#endif							/* GATEANN_X86 */
+
+/* ----------------------------------------------------------------
+ * Dispatch
+ * ----------------------------------------------------------------
+ */
+
+float		(*gateann_l2sq) (const float *a, const float *b, int dims) = gateann_l2sq_scalar;
+float		(*gateann_dot) (const float *a, const float *b, int dims) = gateann_dot_scalar;
+float		(*gateann_pq_adc) (const float *table, const uint8_t *code, int m) = gateann_pq_adc_scalar;
+int			(*gateann_pq_nearest) (const float *centroids, const float *x, int w,
+								   float *dist) = gateann_pq_nearest_scalar;
+void		(*gateann_pq_l2_table) (const float *centroids, const float *x, int w,
+									float *out) = gateann_pq_l2_table_scalar;
+void		(*gateann_pq_ip_table) (const float *centroids, const float *x, int w,
+									float *out) = gateann_pq_ip_table_scalar;
+
+static const char *gateann_impl_name = "scalar";
+
+int
+gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
+{
+	if (strcmp(impl, "scalar") == 0)
+	{
+		out->l2sq = gateann_l2sq_scalar;
+		out->dot = gateann_dot_scalar;
+		out->pq_adc = gateann_pq_adc_scalar;
+		out->pq_nearest = gateann_pq_nearest_scalar;
+		out->pq_l2_table = gateann_pq_l2_table_scalar;
+		out->pq_ip_table = gateann_pq_ip_table_scalar;
+		return 1;
+	}
+#ifdef GATEANN_X86
+	__builtin_cpu_init();
+	if (strcmp(impl, "avx512") == 0 && __builtin_cpu_supports("avx512f"))
+	{
+		out->l2sq = l2sq_avx512;
+		out->dot = dot_avx512;
+		out->pq_adc = gateann_pq_adc_scalar;
+		out->pq_nearest = pq_nearest_avx512;
+		out->pq_l2_table = pq_l2_table_avx512;
+		out->pq_ip_table = pq_ip_table_avx512;
+		return 1;
+	}
+	if (strcmp(impl, "avx2") == 0 &&
+		__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+	{
+		out->l2sq = l2sq_avx2;
+		out->dot = dot_avx2;
+		out->pq_adc = gateann_pq_adc_scalar;
+		out->pq_nearest = pq_nearest_avx2;
+		out->pq_l2_table = pq_l2_table_avx2;
+		out->pq_ip_table = pq_ip_table_avx2;
+		return 1;
+	}
+	/* benchmark-only variants */
+	if (strcmp(impl, "avx512-gather") == 0 && __builtin_cpu_supports("avx512f"))
+	{
+		gateann_distance_kernels("avx512", out);
+		out->pq_adc = pq_adc_avx512_gather;
+		return 1;
+	}
+	if (strcmp(impl, "avx2-gather") == 0 &&
+		__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+	{
+		gateann_distance_kernels("avx2", out);
+		out->pq_adc = pq_adc_avx2_gather;
+		return 1;
+	}
+#endif
+	return 0;
+}
+
+void
+gateann_distance_init(void)
+{
+	const char *force = getenv("GATEANN_FORCE_SCALAR");
+	GateannDistanceKernels k;
+	const char *impl = "scalar";
+
+	if (force == NULL || strcmp(force, "1") != 0)
+	{
+		if (gateann_distance_kernels("avx512", &k))
+			impl = "avx512";
+		else if (gateann_distance_kernels("avx2", &k))
+			impl = "avx2";
+	}
+	if (strcmp(impl, "scalar") == 0)
+		gateann_distance_kernels("scalar", &k);
+
+	gateann_l2sq = k.l2sq;
+	gateann_dot = k.dot;
+	gateann_pq_adc = k.pq_adc;
+	gateann_pq_nearest = k.pq_nearest;
+	gateann_pq_l2_table = k.pq_l2_table;
+	gateann_pq_ip_table = k.pq_ip_table;
+	gateann_impl_name = impl;
+}
+
+const char *
+gateann_distance_impl(void)
+{
+	return gateann_impl_name;
+}

@@ -1,0 +1,236 @@
+/*
+ * gateann.c — module entry: GUCs, reloptions, the access method handler.
+ */
+#include "postgres.h"
+
+#include <float.h>
+
+#include "gateann.h"
+#include "distance.h"
+#include "vector.h"
+
+#include "access/reloptions.h"
+#include "commands/progress.h"
+#include "commands/vacuum.h"
+#include "catalog/pg_type.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+PG_MODULE_MAGIC;
+
+PG_FUNCTION_INFO_V1(gateann_handler);
+
+int			gateann_search_list_size = 100;
+int			gateann_max_scan_tuples = 20000;
+
+static relopt_kind gateann_relopt_kind;
+
+void		_PG_init(void);
+
+void
+_PG_init(void)
+{
+	gateann_distance_init();
+
+	gateann_relopt_kind = add_reloption_kind();
+	add_int_reloption(gateann_relopt_kind, "max_neighbors",
+					  "Maximum out-degree R of a node in the graph",
+					  GATEANN_DEFAULT_MAX_NEIGHBORS, 4, GATEANN_MAX_NEIGHBORS_LIMIT,
+					  AccessExclusiveLock);
+	add_int_reloption(gateann_relopt_kind, "build_search_list_size",
+					  "Search list size L used while building the graph",
+					  GATEANN_DEFAULT_BUILD_LIST_SIZE, 4, 10000,
+					  AccessExclusiveLock);
+	add_real_reloption(gateann_relopt_kind, "alpha",
+					   "Robust-prune distance factor of the second build pass",
+					   GATEANN_DEFAULT_ALPHA, 1.0, 2.0,
+					   AccessExclusiveLock);
+	add_int_reloption(gateann_relopt_kind, "pq_subspaces",
+					  "Bytes per PQ code (0 = automatic: about dims/4, at most 96)",
+					  0, 0, 1024,
+					  AccessExclusiveLock);
+	add_int_reloption(gateann_relopt_kind, "tunnel_neighbors",
+					  "Neighbors per node kept in the in-memory neighbor store (R_max)",
+					  GATEANN_DEFAULT_TUNNEL_NEIGHBORS, 1, GATEANN_MAX_NEIGHBORS_LIMIT,
+					  ShareUpdateExclusiveLock);
+
+	DefineCustomIntVariable("gateann.search_list_size",
+							"Candidate list size L of a gateann search.",
+							"Larger values raise recall and cost.",
+							&gateann_search_list_size,
+							100, 1, 100000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gateann.max_scan_tuples",
+							"Maximum nodes a gateann scan visits when it keeps streaming rows.",
+							"Caps the work of queries whose filter the executor applies above the index scan.",
+							&gateann_max_scan_tuples,
+							20000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	MarkGUCPrefixReserved("gateann");
+}
+
+bytea *
+gateann_options(Datum reloptions, bool validate)
+{
+	static const relopt_parse_elt tab[] = {
+		{"max_neighbors", RELOPT_TYPE_INT, offsetof(GateannOptions, max_neighbors)},
+		{"build_search_list_size", RELOPT_TYPE_INT, offsetof(GateannOptions, build_search_list_size)},
+		{"alpha", RELOPT_TYPE_REAL, offsetof(GateannOptions, alpha)},
+		{"pq_subspaces", RELOPT_TYPE_INT, offsetof(GateannOptions, pq_subspaces)},
+		{"tunnel_neighbors", RELOPT_TYPE_INT, offsetof(GateannOptions, tunnel_neighbors)},
+	};
+
+	return (bytea *) build_reloptions(reloptions, validate, gateann_relopt_kind,
+									  sizeof(GateannOptions), tab, lengthof(tab));
+}
+
+GateannOptions *
+gateann_get_options(Relation index)
+{
+	GateannOptions *opts = (GateannOptions *) index->rd_options;
+
+	if (opts == NULL)
+	{
+		opts = palloc0(sizeof(GateannOptions));
+		opts->max_neighbors = GATEANN_DEFAULT_MAX_NEIGHBORS;
+		opts->build_search_list_size = GATEANN_DEFAULT_BUILD_LIST_SIZE;
+		opts->alpha = GATEANN_DEFAULT_ALPHA;
+		opts->pq_subspaces = 0;
+		opts->tunnel_neighbors = GATEANN_DEFAULT_TUNNEL_NEIGHBORS;
+	}
+	return opts;
+}
+
+/* Cross-option checks that reloption ranges alone cannot express. */
+void
+gateann_check_options(const GateannOptions *opts)
+{
+	if (opts->build_search_list_size < opts->max_neighbors)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("build_search_list_size (%d) must be at least max_neighbors (%d)",
+						opts->build_search_list_size, opts->max_neighbors)));
+	if (opts->tunnel_neighbors > opts->max_neighbors)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tunnel_neighbors (%d) cannot exceed max_neighbors (%d)",
+						opts->tunnel_neighbors, opts->max_neighbors)));
+}
+
+/*
+ * The metric of an index is given by the one distance operator of its first
+ * column's operator family: strategy 1 is L2, 2 inner product, 3 cosine.
+ */
+GateannMetric
+gateann_index_metric(Relation index)
+{
+	Oid			opfamily = index->rd_opfamily[0];
+	Oid			opcintype = index->rd_opcintype[0];
+	int			strategy;
+
+	for (strategy = GATEANN_METRIC_L2; strategy <= GATEANN_METRIC_COSINE; strategy++)
+	{
+		if (OidIsValid(get_opfamily_member(opfamily, opcintype, opcintype, strategy)))
+			return (GateannMetric) strategy;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+			 errmsg("operator class of the first column of gateann index \"%s\" has no distance operator",
+					RelationGetRelationName(index)),
+			 errhint("The first column of a gateann index is the vector column: use float4_l2_ops, float4_ip_ops or float4_cosine_ops (or the vector_* classes of gateann_vector).")));
+	return GATEANN_METRIC_L2;	/* keep compiler quiet */
+}
+
+char *
+gateann_tid_string(ItemPointer tid)
+{
+	return psprintf("(%u,%u)", ItemPointerGetBlockNumberNoCheck(tid),
+					ItemPointerGetOffsetNumberNoCheck(tid));
+}
+
+static char *
+gateann_buildphasename(int64 phasenum)
+{
+	switch (phasenum)
+	{
+		case PROGRESS_CREATEIDX_SUBPHASE_INITIALIZE:
+			return "initializing";
+		case GATEANN_PHASE_SCAN:
+			return "scanning table";
+		case GATEANN_PHASE_TRAIN:
+			return "training PQ codebook";
+		case GATEANN_PHASE_ENCODE:
+			return "encoding PQ codes";
+		case GATEANN_PHASE_GRAPH_PASS1:
+			return "building graph (pass 1 of 2)";
+		case GATEANN_PHASE_GRAPH_PASS2:
+			return "building graph (pass 2 of 2)";
+		case GATEANN_PHASE_WRITE:
+			return "writing index pages";
+		default:
+			return NULL;
+	}
+}
+
+/*
+ * Operator classes are created by our own extension scripts; the checks
+ * that matter (a distance operator on the first column, supported filter
+ * types) are made when an index is built, with messages naming the index.
+ */
+static bool
+gateann_validate(Oid opclassoid)
+{
+	return true;
+}
+
+Datum
+gateann_handler(PG_FUNCTION_ARGS)
+{
+	IndexAmRoutine *amroutine = makeNode(IndexAmRoutine);
+
+	amroutine->amstrategies = 0;
+	amroutine->amsupport = GATEANN_NUM_PROCS;
+	amroutine->amoptsprocnum = 0;
+	amroutine->amcanorder = false;
+	amroutine->amcanorderbyop = true;
+	amroutine->amcanbackward = false;
+	amroutine->amcanunique = false;
+	amroutine->amcanmulticol = true;
+	amroutine->amoptionalkey = true;
+	amroutine->amsearcharray = true;
+	amroutine->amsearchnulls = true;
+	amroutine->amstorage = false;
+	amroutine->amclusterable = false;
+	amroutine->ampredlocks = false;
+	amroutine->amcanparallel = false;
+	amroutine->amcaninclude = false;
+	amroutine->amusemaintenanceworkmem = true;
+	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;
+	amroutine->amkeytype = InvalidOid;
+
+	amroutine->ambuild = gateann_build;
+	amroutine->ambuildempty = gateann_buildempty;
+	amroutine->aminsert = gateann_insert;
+	amroutine->ambulkdelete = gateann_bulkdelete;
+	amroutine->amvacuumcleanup = gateann_vacuumcleanup;
+	amroutine->amcanreturn = NULL;
+	amroutine->amcostestimate = gateann_costestimate;
+	amroutine->amoptions = gateann_options;
+	amroutine->amproperty = NULL;
+	amroutine->ambuildphasename = gateann_buildphasename;
+	amroutine->amvalidate = gateann_validate;
+	amroutine->amadjustmembers = NULL;
+	amroutine->ambeginscan = gateann_beginscan;
+	amroutine->amrescan = gateann_rescan;
+	amroutine->amgettuple = gateann_gettuple;
+	amroutine->amgetbitmap = NULL;
+	amroutine->amendscan = gateann_endscan;
+	amroutine->ammarkpos = NULL;
+	amroutine->amrestrpos = NULL;
+	amroutine->amestimateparallelscan = NULL;
+	amroutine->aminitparallelscan = NULL;
+	amroutine->amparallelrescan = NULL;
+
+	PG_RETURN_POINTER(amroutine);
+}

@@ -1,0 +1,257 @@
+/*
+ * gateann.h — on-disk format, options and entry points shared by the
+ * gateann index access method's modules.
+ *
+ * Storage (SPEC §3), all in the index's main fork, standard pages:
+ *
+ *   block 0                  metapage (GateannMetaPageData)
+ *   blocks 1 .. C            PQ codebook (dims * 256 floats, chunked)
+ *   blocks node_start ..     node records, fixed size, addressed by node id
+ *
+ * A node record is
+ *
+ *   GateannNodeHeader | float vector[dims] | uint32 neighbors[R] |
+ *   uint8 pq_code[M] | filter area
+ *
+ * Records never straddle a page boundary unless a record is larger than a
+ * page, in which case it occupies pages_per_record consecutive blocks (each
+ * a normal page holding one chunk).  Keeping the PQ code inside the record
+ * means one sequential pass over the node pages rebuilds every in-memory
+ * store (codes now, neighbor and filter stores later).
+ *
+ * Every page keeps pd_lower at the end of its used bytes, so full-page
+ * images (log_newpage with page_std, generic WAL) never drop record data as
+ * "hole".
+ */
+#ifndef GATEANN_H
+#define GATEANN_H
+
+#include "postgres.h"
+
+#include "access/amapi.h"
+#include "access/genam.h"
+#include "access/itup.h"
+#include "storage/block.h"
+#include "storage/bufpage.h"
+#include "utils/relcache.h"
+
+#include "compat.h"
+
+#define GATEANN_MAGIC			0x47415445	/* "GATE" */
+#define GATEANN_FORMAT_VERSION	1
+
+#define GATEANN_METAPAGE_BLKNO	0
+
+/* Page kinds, in the special space */
+#define GATEANN_PAGE_META		1
+#define GATEANN_PAGE_CODEBOOK	2
+#define GATEANN_PAGE_NODES		3
+
+typedef struct GateannPageOpaqueData
+{
+	uint32		magic;			/* GATEANN_MAGIC */
+	uint16		kind;			/* GATEANN_PAGE_* */
+	uint16		unused;
+} GateannPageOpaqueData;
+
+typedef GateannPageOpaqueData *GateannPageOpaque;
+
+#define GateannPageGetOpaque(page) \
+	((GateannPageOpaque) PageGetSpecialPointer(page))
+
+/* Bytes of record data one page can hold. */
+#define GATEANN_PAGE_CAPACITY \
+	(BLCKSZ - MAXALIGN(SizeOfPageHeaderData) - MAXALIGN(sizeof(GateannPageOpaqueData)))
+
+/* Distance metrics.  Values are stored in the metapage. */
+typedef enum GateannMetric
+{
+	GATEANN_METRIC_L2 = 1,		/* operator <->, strategy 1 */
+	GATEANN_METRIC_IP = 2,		/* operator <#>, strategy 2 */
+	GATEANN_METRIC_COSINE = 3	/* operator <=>, strategy 3 */
+} GateannMetric;
+
+#define GATEANN_MAX_DIMS		16000
+#define GATEANN_MAX_NEIGHBORS_LIMIT	512	/* upper bound of max_neighbors */
+#define GATEANN_MAX_FILTER_COLS	(INDEX_MAX_KEYS - 1)
+
+/*
+ * How a filter column is copied into a record.  Fixed-width types are stored
+ * by value in `width` bytes; variable-width types (text, numeric, arrays) get
+ * a slot of `width` bytes holding a uint16 length and the detoasted datum's
+ * bytes.  A value that does not fit is flagged as overflowed: exact
+ * verification then cannot be done from the record and the executor's
+ * recheck decides (no false negatives either way).
+ */
+typedef struct GateannFilterColumn
+{
+	Oid			typid;
+	int16		typlen;			/* pg_type.typlen */
+	bool		typbyval;
+	char		typalign;
+	uint16		offset;			/* of the slot within the filter area */
+	uint16		width;			/* slot bytes */
+} GateannFilterColumn;
+
+/* Per-column flag bytes at the start of the filter area */
+#define GATEANN_FILTER_NULL		0x01
+#define GATEANN_FILTER_OVERFLOW	0x02
+
+/* Record header. */
+typedef struct GateannNodeHeader
+{
+	uint32		node_id;		/* lets a reader check it got the right record */
+	uint32		version;		/* bumped whenever the slot is rewritten */
+	ItemPointerData heap_tid;
+	uint16		flags;			/* GATEANN_NODE_* */
+	uint16		nneighbors;
+} GateannNodeHeader;
+
+#define GATEANN_NODE_DELETED	0x0001	/* heap tuple is dead: never a result */
+
+/*
+ * Metapage contents.  Everything needed to interpret the rest of the file.
+ */
+typedef struct GateannMetaPageData
+{
+	uint32		magic;
+	uint32		format_version;
+	uint64		build_id;		/* changes on every (re)build */
+
+	int32		dims;			/* 0 for an index built on no rows */
+	int32		metric;			/* GateannMetric */
+	int32		max_neighbors;	/* R */
+	int32		build_search_list_size;
+	float4		alpha;
+	int32		pq_subspaces;	/* M */
+	int32		tunnel_neighbors;	/* R_max at build time */
+
+	uint32		nnodes;			/* records in use, node ids 0 .. nnodes-1 */
+	uint32		ndeleted;
+	uint32		entry_point;	/* medoid; InvalidNodeId if nnodes == 0 */
+
+	BlockNumber codebook_start;
+	BlockNumber codebook_pages;
+	BlockNumber node_start;
+	BlockNumber node_pages;
+
+	uint32		record_size;	/* bytes, MAXALIGNed */
+	uint32		records_per_page;	/* 0 when a record spans pages */
+	uint32		pages_per_record;	/* 1 unless a record spans pages */
+
+	/* offsets within a record */
+	uint32		vector_offset;
+	uint32		neighbors_offset;
+	uint32		pqcode_offset;
+	uint32		filter_offset;
+	uint32		filter_size;
+
+	int32		nfilter;
+	GateannFilterColumn filter[GATEANN_MAX_FILTER_COLS];
+} GateannMetaPageData;
+
+typedef GateannMetaPageData *GateannMetaPage;
+
+#define InvalidNodeId	((uint32) 0xFFFFFFFF)
+#define GATEANN_MAX_NODES	((uint32) 1000000000)
+
+/* splitmix64: the small deterministic generator every build step uses */
+static inline uint64
+gateann_random_next(uint64 *state)
+{
+	uint64		z = (*state += UINT64CONST(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64CONST(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64CONST(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* Reloptions */
+typedef struct GateannOptions
+{
+	int32		vl_len_;		/* varlena header (do not touch directly!) */
+	int			max_neighbors;
+	int			build_search_list_size;
+	double		alpha;
+	int			pq_subspaces;	/* 0 = automatic */
+	int			tunnel_neighbors;
+} GateannOptions;
+
+#define GATEANN_DEFAULT_MAX_NEIGHBORS		64
+#define GATEANN_DEFAULT_BUILD_LIST_SIZE		128
+#define GATEANN_DEFAULT_ALPHA				1.2
+#define GATEANN_DEFAULT_TUNNEL_NEIGHBORS	32
+
+/* Build progress sub-phases (pg_stat_progress_create_index.phase) */
+#define GATEANN_PHASE_SCAN			2
+#define GATEANN_PHASE_TRAIN			3
+#define GATEANN_PHASE_ENCODE		4
+#define GATEANN_PHASE_GRAPH_PASS1	5
+#define GATEANN_PHASE_GRAPH_PASS2	6
+#define GATEANN_PHASE_WRITE			7
+
+/* GUCs (gateann.c) */
+extern int	gateann_search_list_size;
+extern int	gateann_max_scan_tuples;
+
+/* Statistics of the most recent scan in this backend (info.c) */
+typedef struct GateannScanStats
+{
+	int64		visited;
+	int64		reads;
+	int64		buffer_hits;
+	int64		tunneled;
+	int64		filter_checks;
+	int64		filter_false_positives;
+	int64		exact_distances;
+	int64		pq_distances;
+	int64		returned;
+	int64		io_wait_us;
+	int64		tunnel_us;
+	int64		compute_us;
+	const char *io_method;
+} GateannScanStats;
+
+extern GateannScanStats gateann_last_scan_stats;
+
+/* gateann.c */
+extern bytea *gateann_options(Datum reloptions, bool validate);
+extern GateannOptions *gateann_get_options(Relation index);
+extern GateannMetric gateann_index_metric(Relation index);
+extern void gateann_check_options(const GateannOptions *opts);
+extern char *gateann_tid_string(ItemPointer tid);
+
+/* info.c */
+extern Relation gateann_open_index(Oid relid);
+
+/* build.c */
+extern IndexBuildResult *gateann_build(Relation heap, Relation index,
+									   struct IndexInfo *indexInfo);
+extern void gateann_buildempty(Relation index);
+extern bool gateann_insert(Relation index, Datum *values, bool *isnull,
+						   ItemPointer heap_tid, Relation heap,
+						   IndexUniqueCheck checkUnique, bool indexUnchanged,
+						   struct IndexInfo *indexInfo);
+
+/* scan.c */
+extern IndexScanDesc gateann_beginscan(Relation index, int nkeys, int norderbys);
+extern void gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+						   ScanKey orderbys, int norderbys);
+extern bool gateann_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern void gateann_endscan(IndexScanDesc scan);
+
+/* vacuum.c */
+extern IndexBulkDeleteResult *gateann_bulkdelete(IndexVacuumInfo *info,
+												 IndexBulkDeleteResult *stats,
+												 IndexBulkDeleteCallback callback,
+												 void *callback_state);
+extern IndexBulkDeleteResult *gateann_vacuumcleanup(IndexVacuumInfo *info,
+													IndexBulkDeleteResult *stats);
+
+/* cost.c */
+extern void gateann_costestimate(struct PlannerInfo *root, struct IndexPath *path,
+								 double loop_count, Cost *indexStartupCost,
+								 Cost *indexTotalCost, Selectivity *indexSelectivity,
+								 double *indexCorrelation, double *indexPages);
+
+#endif							/* GATEANN_H */

@@ -1,0 +1,132 @@
+/*
+ * info.c — SQL functions reporting on indexes and scans:
+ * gateann_last_scan() and gateann_index_info(regclass).
+ */
+#include "postgres.h"
+
+#include "gateann.h"
+#include "page.h"
+#include "store.h"
+
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "catalog/pg_am.h"
+#include "commands/defrem.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(gateann_last_scan);
+PG_FUNCTION_INFO_V1(gateann_index_info);
+
+GateannScanStats gateann_last_scan_stats = {.io_method = "none"};
+
+Datum
+gateann_last_scan(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[13];
+	bool		nulls[13] = {0};
+	GateannScanStats *s = &gateann_last_scan_stats;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	values[0] = Int64GetDatum(s->visited);
+	values[1] = Int64GetDatum(s->reads);
+	values[2] = Int64GetDatum(s->buffer_hits);
+	values[3] = Int64GetDatum(s->tunneled);
+	values[4] = Int64GetDatum(s->filter_checks);
+	values[5] = Int64GetDatum(s->filter_false_positives);
+	values[6] = Int64GetDatum(s->exact_distances);
+	values[7] = Int64GetDatum(s->pq_distances);
+	values[8] = Int64GetDatum(s->returned);
+	values[9] = Int64GetDatum(s->io_wait_us);
+	values[10] = Int64GetDatum(s->tunnel_us);
+	values[11] = Int64GetDatum(s->compute_us);
+	values[12] = CStringGetTextDatum(s->io_method ? s->io_method : "none");
+
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+static const char *
+metric_name(int metric)
+{
+	switch (metric)
+	{
+		case GATEANN_METRIC_L2:
+			return "l2";
+		case GATEANN_METRIC_IP:
+			return "inner_product";
+		case GATEANN_METRIC_COSINE:
+			return "cosine";
+	}
+	return "unknown";
+}
+
+/*
+ * Open `relid` as a gateann index, or ERROR naming what it is instead.
+ */
+Relation
+gateann_open_index(Oid relid)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+
+	if (rel->rd_rel->relkind != RELKIND_INDEX ||
+		rel->rd_rel->relam != get_index_am_oid("gateann", false))
+	{
+		char	   *name = pstrdup(RelationGetRelationName(rel));
+
+		relation_close(rel, AccessShareLock);
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is not a gateann index", name)));
+	}
+	return rel;
+}
+
+Datum
+gateann_index_info(PG_FUNCTION_ARGS)
+{
+	Oid			relid = PG_GETARG_OID(0);
+	Relation	index;
+	GateannMetaPageData meta;
+	GateannOptions *opts;
+	GateannStore *store;
+	TupleDesc	tupdesc;
+	Datum		values[15];
+	bool		nulls[15] = {0};
+	int64		pq_bytes;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+
+	index = gateann_open_index(relid);
+	gateann_read_meta(index, &meta);
+	opts = gateann_get_options(index);
+	store = gateann_store_lookup(index, &meta);
+
+	pq_bytes = meta.nnodes > 0 ?
+		(int64) meta.dims * 256 * sizeof(float) + (int64) meta.nnodes * meta.pq_subspaces : 0;
+
+	values[0] = Int64GetDatum(meta.nnodes);
+	values[1] = Int64GetDatum((int64) meta.nnodes - meta.ndeleted);
+	values[2] = Int64GetDatum(meta.ndeleted);
+	values[3] = Int64GetDatum(RelationGetNumberOfBlocks(index));
+	values[4] = Int32GetDatum(meta.dims);
+	values[5] = CStringGetTextDatum(metric_name(meta.metric));
+	values[6] = Int32GetDatum(meta.max_neighbors);
+	values[7] = Int32GetDatum(meta.pq_subspaces);
+	values[8] = Int32GetDatum(opts->tunnel_neighbors);
+	values[9] = Int64GetDatum(pq_bytes);
+	values[10] = Int64GetDatum(0);	/* neighbor store: engine issue */
+	values[11] = Int64GetDatum(0);	/* filter store: filtering issue */
+	values[12] = BoolGetDatum(store != NULL);
+	values[13] = BoolGetDatum(false);
+	values[14] = Int64GetDatum((int64) (meta.build_id & INT64CONST(0x7FFFFFFFFFFFFFFF)));
+
+	relation_close(index, AccessShareLock);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}

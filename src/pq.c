@@ -1,0 +1,393 @@
+/*
+ * pq.c — product quantization: k-means training of per-subspace codebooks,
+ * encoding, and per-query distance tables.
+ *
+ * Plain C, no PostgreSQL headers, no allocation, no global state: every
+ * buffer comes from the caller.  The distance work goes through the
+ * dispatched kernels of distance.h (gateann_pq_nearest & co.), which handle
+ * "one short slice against 256 centroids" with SIMD across centroids.
+ */
+#include "pq.h"
+#include "distance.h"
+
+#include <string.h>
+
+#define PQ_K GATEANN_PQ_CENTROIDS
+#define SCRATCH_ALIGN 64
+
+int
+gateann_pq_sub_offset(int dims, int m, int s)
+{
+	int			base = dims / m;
+	int			rem = dims % m;
+
+	return s * base + (s < rem ? s : rem);
+}
+
+int
+gateann_pq_sub_dims(int dims, int m, int s)
+{
+	return dims / m + (s < dims % m ? 1 : 0);
+}
+
+size_t
+gateann_pq_codebook_bytes(int dims)
+{
+	return (size_t) dims * PQ_K * sizeof(float);
+}
+
+/*
+ * Default number of subspaces.  Exact rule:
+ *
+ *   T = min(96, max(1, dims / 4))          (integer division)
+ *   m = the largest divisor d of dims with T/2 <= d <= T (real T/2, i.e.
+ *       2*d >= T), if there is one;
+ *   otherwise m = T, with the uneven split of pq.h.
+ *
+ * For dims <= 768 the window [T/2, T] is [dims/8, dims/4] (integer bounds);
+ * above that the 96 cap applies and the window is [48, 96].
+ * Examples: 1 -> 1, 3 -> 1, 13 -> 3 (uneven), 128 -> 32, 768 -> 96,
+ * 960 -> 96, 1000 -> 50, 1024 -> 64, 16000 -> 80.
+ */
+int
+gateann_pq_default_subspaces(int dims)
+{
+	int			t;
+	int			d;
+
+	if (dims <= 4)
+		return 1;
+	t = dims / 4;
+	if (t > 96)
+		t = 96;
+	for (d = t; 2 * d >= t && d >= 1; d--)
+	{
+		if (dims % d == 0)
+			return d;
+	}
+	return t;
+}
+
+/* ----------------------------------------------------------------
+ * Training
+ * ----------------------------------------------------------------
+ */
+
+typedef struct PQScratchLayout
+{
+	size_t		slice;			/* n * wmax floats: contiguous subspace slices */
+	size_t		assign;			/* n ints: current assignment */
+	size_t		dist;			/* n floats: distance to assigned centroid */
+	size_t		sums;			/* PQ_K * wmax doubles */
+	size_t		counts;			/* PQ_K ints */
+	size_t		chosen;			/* PQ_K ints: initial sample rows */
+	size_t		total;
+} PQScratchLayout;
+
+static size_t
+align_up(size_t x)
+{
+	return (x + SCRATCH_ALIGN - 1) & ~((size_t) SCRATCH_ALIGN - 1);
+}
+
+static void
+pq_scratch_layout(int n, int dims, int m, PQScratchLayout *l)
+{
+	size_t		nn = n > 0 ? (size_t) n : 0;
+	size_t		wmax = (m > 0 && dims > 0) ? (size_t) ((dims + m - 1) / m) : 1;
+	size_t		off = 0;
+
+	l->slice = off;
+	off = align_up(off + nn * wmax * sizeof(float));
+	l->assign = off;
+	off = align_up(off + nn * sizeof(int));
+	l->dist = off;
+	off = align_up(off + nn * sizeof(float));
+	l->sums = off;
+	off = align_up(off + PQ_K * wmax * sizeof(double));
+	l->counts = off;
+	off = align_up(off + PQ_K * sizeof(int));
+	l->chosen = off;
+	off = align_up(off + PQ_K * sizeof(int));
+	l->total = off;
+}
+
+size_t
+gateann_pq_train_scratch_bytes(int n, int dims, int m)
+{
+	PQScratchLayout l;
+
+	pq_scratch_layout(n, dims, m, &l);
+	/* slack so the caller's pointer need not be aligned */
+	return l.total + SCRATCH_ALIGN;
+}
+
+/* splitmix64: tiny, good enough, fully deterministic */
+static uint64_t
+pq_rand_next(uint64_t *state)
+{
+	uint64_t	z = (*state += UINT64_C(0x9E3779B97F4A7C15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+	return z ^ (z >> 31);
+}
+
+/* uniform-ish integer in [0, bound) (bias < bound / 2^64) */
+static int
+pq_rand_below(uint64_t *state, int bound)
+{
+	return (int) (pq_rand_next(state) % (uint64_t) bound);
+}
+
+/*
+ * Choose PQ_K distinct indices in [0, n) (n >= PQ_K) with Floyd's algorithm.
+ */
+static void
+pq_sample_distinct(uint64_t *state, int n, int *chosen)
+{
+	int			cnt = 0;
+	int			j;
+
+	for (j = n - PQ_K; j < n; j++)
+	{
+		int			t = pq_rand_below(state, j + 1);
+		int			k;
+
+		for (k = 0; k < cnt; k++)
+		{
+			if (chosen[k] == t)
+				break;
+		}
+		chosen[cnt] = (k < cnt) ? j : t;
+		cnt++;
+	}
+}
+
+/*
+ * Lloyd k-means for one subspace.  X holds n contiguous rows of w floats,
+ * C receives PQ_K centroids of w floats.
+ */
+static void
+pq_train_subspace(float *C, const float *X, int n, int w, uint64_t *rng,
+				  int iterations, int *assign, float *dist, double *sums,
+				  int *counts, int *chosen, void (*check_interrupts) (void))
+{
+	int			it;
+	int			c;
+	int			i;
+	int			j;
+
+	/* initial centroids: distinct random sample rows */
+	pq_sample_distinct(rng, n, chosen);
+	for (c = 0; c < PQ_K; c++)
+		memcpy(C + (size_t) c * w, X + (size_t) chosen[c] * w, w * sizeof(float));
+
+	for (i = 0; i < n; i++)
+		assign[i] = -1;
+
+	for (it = 0; it < iterations; it++)
+	{
+		int			changed = 0;
+
+		if (check_interrupts)
+			check_interrupts();
+
+		/* assignment step */
+		for (i = 0; i < n; i++)
+		{
+			float		d;
+			int			a = gateann_pq_nearest(C, X + (size_t) i * w, w, &d);
+
+			if (a != assign[i])
+			{
+				assign[i] = a;
+				changed++;
+			}
+			dist[i] = d;
+		}
+		if (changed == 0)
+			break;				/* converged: centroids are already the means */
+
+		/* update step */
+		memset(sums, 0, (size_t) PQ_K * w * sizeof(double));
+		memset(counts, 0, PQ_K * sizeof(int));
+		for (i = 0; i < n; i++)
+		{
+			const float *x = X + (size_t) i * w;
+			double	   *s = sums + (size_t) assign[i] * w;
+
+			for (j = 0; j < w; j++)
+				s[j] += x[j];
+			counts[assign[i]]++;
+		}
+		for (c = 0; c < PQ_K; c++)
+		{
+			if (counts[c] > 0)
+			{
+				double		inv = 1.0 / counts[c];
+				float	   *cc = C + (size_t) c * w;
+				const double *s = sums + (size_t) c * w;
+
+				for (j = 0; j < w; j++)
+					cc[j] = (float) (s[j] * inv);
+			}
+		}
+
+		/*
+		 * Empty clusters: re-seed each (in index order) from the point
+		 * currently farthest from its centroid (lowest row on ties), each
+		 * point used at most once.  If no point is away from its centroid
+		 * (duplicate data), leave the remaining empty centroids alone.
+		 */
+		for (c = 0; c < PQ_K; c++)
+		{
+			int			far = -1;
+			float		fard = 0.0f;
+
+			if (counts[c] > 0)
+				continue;
+			for (i = 0; i < n; i++)
+			{
+				if (dist[i] > fard)
+				{
+					fard = dist[i];
+					far = i;
+				}
+			}
+			if (far < 0)
+				break;
+			memcpy(C + (size_t) c * w, X + (size_t) far * w, w * sizeof(float));
+			dist[far] = -1.0f;
+		}
+	}
+}
+
+void
+gateann_pq_train(GateannPQ *pq, const float *sample, int n,
+				 uint64_t seed, int iterations, void *scratch,
+				 void (*check_interrupts) (void))
+{
+	int			dims = pq->dims;
+	int			m = pq->m;
+	PQScratchLayout l;
+	char	   *base;
+	float	   *X;
+	int		   *assign;
+	float	   *dist;
+	double	   *sums;
+	int		   *counts;
+	int		   *chosen;
+	int			s;
+
+	memset(pq->centroids, 0, gateann_pq_codebook_bytes(dims));
+	if (n <= 0 || dims <= 0 || m <= 0)
+		return;
+
+	pq_scratch_layout(n, dims, m, &l);
+	base = (char *) align_up((size_t) (uintptr_t) scratch);
+	X = (float *) (base + l.slice);
+	assign = (int *) (base + l.assign);
+	dist = (float *) (base + l.dist);
+	sums = (double *) (base + l.sums);
+	counts = (int *) (base + l.counts);
+	chosen = (int *) (base + l.chosen);
+
+	for (s = 0; s < m; s++)
+	{
+		int			off = gateann_pq_sub_offset(dims, m, s);
+		int			w = gateann_pq_sub_dims(dims, m, s);
+		float	   *C = pq->centroids + (size_t) PQ_K * off;
+		uint64_t	rng = seed ^ ((uint64_t) (s + 1) * UINT64_C(0xD1B54A32D192ED03));
+		int			i;
+		int			c;
+
+		if (check_interrupts)
+			check_interrupts();
+		if (w == 0)
+			continue;
+
+		if (n < PQ_K)
+		{
+			for (c = 0; c < PQ_K; c++)
+				memcpy(C + (size_t) c * w, sample + (size_t) (c % n) * dims + off,
+					   w * sizeof(float));
+			continue;
+		}
+
+		/* gather the subspace slice of every sample row contiguously */
+		for (i = 0; i < n; i++)
+			memcpy(X + (size_t) i * w, sample + (size_t) i * dims + off,
+				   w * sizeof(float));
+
+		pq_train_subspace(C, X, n, w, &rng, iterations, assign, dist, sums,
+						  counts, chosen, check_interrupts);
+	}
+}
+
+/* ----------------------------------------------------------------
+ * Encoding, decoding, distance tables
+ * ----------------------------------------------------------------
+ */
+
+void
+gateann_pq_encode(const GateannPQ *pq, const float *vec, uint8_t *code)
+{
+	int			dims = pq->dims;
+	int			m = pq->m;
+	int			s;
+
+	for (s = 0; s < m; s++)
+	{
+		int			off = gateann_pq_sub_offset(dims, m, s);
+		int			w = gateann_pq_sub_dims(dims, m, s);
+
+		if (w == 0)
+			code[s] = 0;
+		else
+			code[s] = (uint8_t) gateann_pq_nearest(pq->centroids + (size_t) PQ_K * off,
+												   vec + off, w, NULL);
+	}
+}
+
+void
+gateann_pq_decode(const GateannPQ *pq, const uint8_t *code, float *out)
+{
+	int			dims = pq->dims;
+	int			m = pq->m;
+	int			s;
+
+	for (s = 0; s < m; s++)
+	{
+		int			off = gateann_pq_sub_offset(dims, m, s);
+		int			w = gateann_pq_sub_dims(dims, m, s);
+
+		memcpy(out + off,
+			   pq->centroids + (size_t) PQ_K * off + (size_t) code[s] * w,
+			   w * sizeof(float));
+	}
+}
+
+void
+gateann_pq_distance_table(const GateannPQ *pq, const float *query,
+						  GateannPQMetric metric, float *table)
+{
+	int			dims = pq->dims;
+	int			m = pq->m;
+	int			s;
+
+	for (s = 0; s < m; s++)
+	{
+		int			off = gateann_pq_sub_offset(dims, m, s);
+		int			w = gateann_pq_sub_dims(dims, m, s);
+		const float *C = pq->centroids + (size_t) PQ_K * off;
+		float	   *t = table + (size_t) s * PQ_K;
+
+		if (w == 0)
+			memset(t, 0, PQ_K * sizeof(float));
+		else if (metric == GATEANN_PQ_IP)
+			gateann_pq_ip_table(C, query + off, w, t);
+		else
+			gateann_pq_l2_table(C, query + off, w, t);
+	}
+}

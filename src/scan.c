@@ -1,0 +1,542 @@
+/*
+ * scan.c — ORDER BY vector <op> query scans.
+ *
+ * Best-first search (DiskANN's beam search with width 1): a frontier of at
+ * most L candidates ordered by PQ distance; the best unexpanded one is
+ * fetched, its exact distance computed from the full vector in its record,
+ * and its neighbors' PQ distances pushed into the frontier.  When no
+ * unexpanded candidate is left, every expanded node is a result, returned in
+ * ascending exact distance.
+ *
+ * Streaming (SPEC §4.5): when those results run out — the executor filtered
+ * rows away or LIMIT exceeds L — the search resumes from where it stopped
+ * with twice the list size, refilling the frontier from candidates it had
+ * pushed out, until gateann.max_scan_tuples nodes were expanded or the
+ * graph is exhausted.  Rows of one round come in exact order; a later round
+ * may find rows closer than some already returned (like pgvector's
+ * relaxed_order).
+ *
+ * Pages are read synchronously through the buffer manager in this version.
+ */
+#include "postgres.h"
+
+#include "gateann.h"
+#include "distance.h"
+#include "filter.h"
+#include "page.h"
+#include "store.h"
+#include "vector.h"
+
+#include "access/relscan.h"
+#include "executor/instrument.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+typedef struct FrontierEntry
+{
+	float		dist;			/* PQ distance */
+	uint32		id;
+	bool		expanded;
+} FrontierEntry;
+
+/* Min-heap element, used for results (exact) and evicted candidates (PQ) */
+typedef struct HeapEntry
+{
+	float		dist;
+	uint32		id;
+	ItemPointerData tid;
+} HeapEntry;
+
+typedef struct MinHeap
+{
+	HeapEntry  *items;
+	int			size;
+	int			capacity;
+} MinHeap;
+
+typedef struct GateannScanOpaqueData
+{
+	MemoryContext cxt;			/* reset at every rescan */
+
+	bool		initialized;	/* search state built for current keys */
+	bool		no_results;		/* keys can never match */
+	bool		exhausted;		/* nothing left to expand */
+	bool		need_recheck;	/* keys we did not evaluate */
+
+	GateannMetaPageData meta;
+	GateannStore *store;
+	GateannMetric metric;
+	GateannVectorReader reader;
+
+	float	   *query;
+	float	   *table;			/* PQ distance table */
+	char	   *record;			/* record buffer */
+
+	/* IS [NOT] NULL keys on filter columns */
+	int			nnullkeys;
+	int		   *nullkey_col;	/* filter column index */
+	bool	   *nullkey_isnull; /* true: IS NULL */
+
+	FrontierEntry *frontier;
+	int			fsize;
+	int			L;				/* current list size */
+	int			first_unexpanded;
+	MinHeap		evicted;		/* candidates pushed out of the frontier */
+	MinHeap		results;		/* expanded, not yet returned */
+	uint8	   *visited;		/* bitmap over node ids */
+	int64		expanded;
+
+	/* buffer usage at scan start, for reads/buffer_hits */
+	int64		blks_read_start;
+	int64		blks_hit_start;
+} GateannScanOpaqueData;
+
+typedef GateannScanOpaqueData *GateannScanOpaque;
+
+static void
+heap_push(MinHeap *h, HeapEntry e)
+{
+	int			i;
+
+	if (h->size == h->capacity)
+	{
+		h->capacity = h->capacity == 0 ? 256 : h->capacity * 2;
+		if (h->items == NULL)
+			h->items = palloc(sizeof(HeapEntry) * h->capacity);
+		else
+			h->items = repalloc_huge(h->items, sizeof(HeapEntry) * h->capacity);
+	}
+	i = h->size++;
+	while (i > 0)
+	{
+		int			parent = (i - 1) / 2;
+
+		if (h->items[parent].dist <= e.dist)
+			break;
+		h->items[i] = h->items[parent];
+		i = parent;
+	}
+	h->items[i] = e;
+}
+
+static HeapEntry
+heap_pop(MinHeap *h)
+{
+	HeapEntry	top = h->items[0];
+	HeapEntry	last = h->items[--h->size];
+	int			i = 0;
+
+	for (;;)
+	{
+		int			child = 2 * i + 1;
+
+		if (child >= h->size)
+			break;
+		if (child + 1 < h->size && h->items[child + 1].dist < h->items[child].dist)
+			child++;
+		if (last.dist <= h->items[child].dist)
+			break;
+		h->items[i] = h->items[child];
+		i = child;
+	}
+	if (h->size > 0)
+		h->items[i] = last;
+	return top;
+}
+
+static inline bool
+visited_test_and_set(GateannScanOpaque so, uint32 id)
+{
+	uint8		bit = (uint8) (1 << (id & 7));
+
+	if (so->visited[id >> 3] & bit)
+		return true;
+	so->visited[id >> 3] |= bit;
+	return false;
+}
+
+/* Insert into the sorted frontier; whatever falls off goes to `evicted`. */
+static void
+frontier_insert(GateannScanOpaque so, uint32 id, float dist)
+{
+	int			lo = 0,
+				hi = so->fsize;
+	HeapEntry	ev;
+
+	if (so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist)
+	{
+		ev.dist = dist;
+		ev.id = id;
+		ItemPointerSetInvalid(&ev.tid);
+		heap_push(&so->evicted, ev);
+		return;
+	}
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (so->frontier[mid].dist <= dist)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (so->fsize == so->L)
+	{
+		FrontierEntry *last = &so->frontier[so->fsize - 1];
+
+		/* an expanded entry has already produced its result: just drop it */
+		if (!last->expanded)
+		{
+			ev.dist = last->dist;
+			ev.id = last->id;
+			ItemPointerSetInvalid(&ev.tid);
+			heap_push(&so->evicted, ev);
+		}
+		so->fsize--;
+	}
+	memmove(&so->frontier[lo + 1], &so->frontier[lo],
+			sizeof(FrontierEntry) * (so->fsize - lo));
+	so->frontier[lo].dist = dist;
+	so->frontier[lo].id = id;
+	so->frontier[lo].expanded = false;
+	so->fsize++;
+	if (lo < so->first_unexpanded)
+		so->first_unexpanded = lo;
+}
+
+static inline float
+pq_distance(GateannScanOpaque so, uint32 id)
+{
+	gateann_last_scan_stats.pq_distances++;
+	return gateann_pq_adc(so->table,
+						  so->store->codes + (Size) id * so->meta.pq_subspaces,
+						  so->meta.pq_subspaces);
+}
+
+/* Do the IS [NULL | NOT NULL] keys hold for this record? */
+static bool
+record_passes_null_keys(GateannScanOpaque so, const char *rec)
+{
+	const uint8 *area = GateannRecordFilter(&so->meta, rec);
+	int			k;
+
+	for (k = 0; k < so->nnullkeys; k++)
+	{
+		bool		isnull = (area[so->nullkey_col[k]] & GATEANN_FILTER_NULL) != 0;
+
+		if (isnull != so->nullkey_isnull[k])
+			return false;
+	}
+	return true;
+}
+
+/* Fetch a node's record, add it to the results, push its neighbors. */
+static void
+expand_node(IndexScanDesc scan, uint32 id)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	GateannNodeHeader *hdr;
+	uint32	   *nbrs;
+	int			i;
+	int			nn;
+
+	gateann_read_record(scan->indexRelation, &so->meta, id, so->record, NULL);
+	hdr = GateannRecordHeader(so->record);
+	if (hdr->node_id != id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\": record of node %u holds node %u",
+						RelationGetRelationName(scan->indexRelation), id, hdr->node_id),
+				 errhint("REINDEX the index.")));
+	so->expanded++;
+	gateann_last_scan_stats.visited++;
+
+	if (!(hdr->flags & GATEANN_NODE_DELETED) &&
+		(so->nnullkeys == 0 || record_passes_null_keys(so, so->record)))
+	{
+		HeapEntry	r;
+
+		r.dist = gateann_internal_distance(so->metric, so->query,
+										   GateannRecordVector(&so->meta, so->record),
+										   so->meta.dims);
+		r.id = id;
+		r.tid = hdr->heap_tid;
+		gateann_last_scan_stats.exact_distances++;
+		heap_push(&so->results, r);
+	}
+
+	nbrs = GateannRecordNeighbors(&so->meta, so->record);
+	nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
+	for (i = 0; i < nn; i++)
+	{
+		uint32		nb = nbrs[i];
+
+		if (nb >= so->store->nnodes || visited_test_and_set(so, nb))
+			continue;
+		frontier_insert(so, nb, pq_distance(so, nb));
+	}
+}
+
+/*
+ * Expand until no unexpanded candidate is left in the frontier or the
+ * max_scan_tuples budget is spent.
+ */
+static void
+search_round(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	for (;;)
+	{
+		int			i;
+		uint32		id;
+
+		for (i = so->first_unexpanded; i < so->fsize; i++)
+			if (!so->frontier[i].expanded)
+				break;
+		so->first_unexpanded = i;
+		if (i >= so->fsize)
+			break;
+		if (so->expanded >= gateann_max_scan_tuples)
+		{
+			so->exhausted = true;
+			break;
+		}
+		CHECK_FOR_INTERRUPTS();
+		so->frontier[i].expanded = true;
+		id = so->frontier[i].id;
+		expand_node(scan, id);
+	}
+}
+
+/* Grow the list and pull back evicted candidates; false if none remain. */
+static bool
+resume_search(GateannScanOpaque so)
+{
+	int			newL;
+
+	if (so->exhausted || so->evicted.size == 0)
+	{
+		so->exhausted = true;
+		return false;
+	}
+	newL = (int) Min((int64) so->L * 2, (int64) gateann_max_scan_tuples + so->L);
+	so->frontier = repalloc_huge(so->frontier, sizeof(FrontierEntry) * newL);
+	so->L = newL;
+	while (so->fsize < so->L && so->evicted.size > 0)
+	{
+		HeapEntry	e = heap_pop(&so->evicted);
+
+		frontier_insert(so, e.id, e.dist);
+	}
+	return true;
+}
+
+/* Interpret the scan keys; false if they can never match. */
+static bool
+prepare_keys(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	int			k;
+
+	so->nnullkeys = 0;
+	so->need_recheck = false;
+	so->nullkey_col = palloc(sizeof(int) * Max(scan->numberOfKeys, 1));
+	so->nullkey_isnull = palloc(sizeof(bool) * Max(scan->numberOfKeys, 1));
+	for (k = 0; k < scan->numberOfKeys; k++)
+	{
+		ScanKey		key = &scan->keyData[k];
+
+		if (key->sk_flags & (SK_SEARCHNULL | SK_SEARCHNOTNULL))
+		{
+			bool		want_null = (key->sk_flags & SK_SEARCHNULL) != 0;
+
+			if (key->sk_attno == 1)
+			{
+				/* vectors that are NULL are not in the index */
+				if (want_null)
+					return false;
+				continue;
+			}
+			so->nullkey_col[so->nnullkeys] = key->sk_attno - 2;
+			so->nullkey_isnull[so->nnullkeys] = want_null;
+			so->nnullkeys++;
+		}
+		else if (key->sk_flags & SK_ISNULL)
+			return false;		/* col op NULL is never true */
+		else
+			so->need_recheck = true;	/* let the executor decide */
+	}
+	return true;
+}
+
+static void
+begin_search(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	ScanKey		orderby;
+	int			dims;
+
+	so->initialized = true;
+	so->no_results = true;
+	so->exhausted = true;
+
+	if (!IsMVCCSnapshot(scan->xs_snapshot))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gateann index scans require an MVCC snapshot")));
+
+	if (scan->numberOfOrderBys == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gateann index scans need ORDER BY a distance to a vector"),
+				 errhint("Use ORDER BY column <-> value LIMIT k.")));
+
+	orderby = &scan->orderByData[0];
+	gateann_read_meta(index, &so->meta);
+	if (so->meta.nnodes == 0 || (orderby->sk_flags & SK_ISNULL) || !prepare_keys(scan))
+		return;
+
+	so->metric = (GateannMetric) so->meta.metric;
+	gateann_vector_reader_init(&so->reader, index);
+	so->query = gateann_vector_from_datum(&so->reader, orderby->sk_argument, &dims);
+	if (dims != so->meta.dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("query vector has %d dimensions, index \"%s\" has %d",
+						dims, RelationGetRelationName(index), so->meta.dims)));
+	if (gateann_first_nonfinite(so->query, dims) >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("query vector has a non-finite value in dimension %d",
+						gateann_first_nonfinite(so->query, dims) + 1)));
+	/* a zero query has no cosine distance to anything (NaN): no rows */
+	if (so->metric == GATEANN_METRIC_COSINE && !gateann_normalize(so->query, dims))
+		return;
+
+	so->store = gateann_store_get(index, &so->meta);
+	so->table = palloc(sizeof(float) * so->meta.pq_subspaces * GATEANN_PQ_CENTROIDS);
+	gateann_pq_distance_table(&so->store->pq, so->query,
+							  so->metric == GATEANN_METRIC_L2 ? GATEANN_PQ_L2 : GATEANN_PQ_IP,
+							  so->table);
+	so->record = palloc(so->meta.record_size);
+	so->visited = palloc_extended((so->meta.nnodes + 7) / 8,
+								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	so->L = Max(gateann_search_list_size, 1);
+	so->frontier = palloc(sizeof(FrontierEntry) * so->L);
+	so->fsize = 0;
+	so->first_unexpanded = 0;
+	so->expanded = 0;
+	so->no_results = false;
+	so->exhausted = false;
+
+	visited_test_and_set(so, so->meta.entry_point);
+	frontier_insert(so, so->meta.entry_point, pq_distance(so, so->meta.entry_point));
+	search_round(scan);
+}
+
+IndexScanDesc
+gateann_beginscan(Relation index, int nkeys, int norderbys)
+{
+	IndexScanDesc scan = RelationGetIndexScan(index, nkeys, norderbys);
+	GateannScanOpaque so = palloc0(sizeof(GateannScanOpaqueData));
+
+	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "gateann scan",
+									ALLOCSET_DEFAULT_SIZES);
+	scan->opaque = so;
+	if (norderbys > 0)
+	{
+		scan->xs_orderbyvals = palloc0(sizeof(Datum) * norderbys);
+		scan->xs_orderbynulls = palloc(sizeof(bool) * norderbys);
+		memset(scan->xs_orderbynulls, true, sizeof(bool) * norderbys);
+	}
+	return scan;
+}
+
+void
+gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
+			   ScanKey orderbys, int norderbys)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	if (keys && scan->numberOfKeys > 0)
+		memmove(scan->keyData, keys, scan->numberOfKeys * sizeof(ScanKeyData));
+	if (orderbys && scan->numberOfOrderBys > 0)
+		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
+
+	MemoryContextReset(so->cxt);
+	so->initialized = false;
+	so->store = NULL;
+	memset(&so->evicted, 0, sizeof(MinHeap));
+	memset(&so->results, 0, sizeof(MinHeap));
+
+	memset(&gateann_last_scan_stats, 0, sizeof(GateannScanStats));
+	gateann_last_scan_stats.io_method = "buffer";
+	so->blks_read_start = pgBufferUsage.shared_blks_read + pgBufferUsage.local_blks_read;
+	so->blks_hit_start = pgBufferUsage.shared_blks_hit + pgBufferUsage.local_blks_hit;
+}
+
+static void
+update_io_stats(GateannScanOpaque so)
+{
+	gateann_last_scan_stats.reads = pgBufferUsage.shared_blks_read +
+		pgBufferUsage.local_blks_read - so->blks_read_start;
+	gateann_last_scan_stats.buffer_hits = pgBufferUsage.shared_blks_hit +
+		pgBufferUsage.local_blks_hit - so->blks_hit_start;
+}
+
+bool
+gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	MemoryContext oldcxt;
+	bool		found = false;
+
+	if (!ScanDirectionIsForward(dir))
+		elog(ERROR, "gateann only supports forward scans");
+
+	oldcxt = MemoryContextSwitchTo(so->cxt);
+	if (!so->initialized)
+		begin_search(scan);
+
+	while (!so->no_results)
+	{
+		if (so->results.size > 0)
+		{
+			HeapEntry	r = heap_pop(&so->results);
+
+			scan->xs_heaptid = r.tid;
+			scan->xs_recheck = so->need_recheck;
+			scan->xs_recheckorderby = false;
+			if (scan->numberOfOrderBys > 0)
+			{
+				scan->xs_orderbyvals[0] =
+					Float8GetDatum(gateann_distance_to_sql(so->metric, r.dist));
+				scan->xs_orderbynulls[0] = false;
+			}
+			gateann_last_scan_stats.returned++;
+			found = true;
+			break;
+		}
+		if (!resume_search(so))
+			break;
+		search_round(scan);
+	}
+	update_io_stats(so);
+	MemoryContextSwitchTo(oldcxt);
+	return found;
+}
+
+void
+gateann_endscan(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	MemoryContextDelete(so->cxt);
+	pfree(so);
+	scan->opaque = NULL;
+}

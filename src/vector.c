@@ -1,0 +1,259 @@
+/*
+ * vector.c — vector values: conversion, validation, and the distance
+ * functions behind the real[] operators <->, <#> and <=>.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "vector.h"
+#include "distance.h"
+
+#include "access/genam.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/float.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(gateann_l2_distance);
+PG_FUNCTION_INFO_V1(gateann_negative_inner_product);
+PG_FUNCTION_INFO_V1(gateann_cosine_distance);
+PG_FUNCTION_INFO_V1(gateann_pgvector_to_real);
+
+void
+gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
+{
+	Oid			typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
+
+	reader->is_real_array = (typid == FLOAT4ARRAYOID);
+	reader->to_real_array = NULL;
+	reader->collation = index->rd_indcollation[0];
+	if (!reader->is_real_array)
+	{
+		if (!OidIsValid(index_getprocid(index, 1, GATEANN_TO_REAL_ARRAY_PROC)))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("gateann cannot index column type %s as a vector",
+							format_type_be(typid)),
+					 errhint("The first column of a gateann index must be real[] or, with extension gateann_vector, pgvector's vector.")));
+		reader->to_real_array = index_getprocinfo(index, 1, GATEANN_TO_REAL_ARRAY_PROC);
+	}
+}
+
+/* Validate a real[] and return a pointer to its elements (no copy). */
+static float *
+real_array_elements(ArrayType *arr, int *dims)
+{
+	int			n;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("vector must be a one-dimensional array, not %d-dimensional",
+						ARR_NDIM(arr))));
+	if (ARR_HASNULL(arr) && array_contains_nulls(arr))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("vector must not contain NULL elements")));
+	if (ARR_ELEMTYPE(arr) != FLOAT4OID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("vector must be an array of real")));
+	n = ARR_NDIM(arr) == 0 ? 0 : ARR_DIMS(arr)[0];
+	if (n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector must have at least 1 dimension")));
+	*dims = n;
+	return (float *) ARR_DATA_PTR(arr);
+}
+
+float *
+gateann_vector_from_datum(const GateannVectorReader *reader, Datum value, int *dims)
+{
+	ArrayType  *arr;
+	float	   *elems;
+	float	   *result;
+	int			n;
+
+	if (reader->is_real_array)
+		arr = DatumGetArrayTypeP(value);
+	else
+		arr = DatumGetArrayTypeP(FunctionCall1Coll(reader->to_real_array,
+												   reader->collation, value));
+	elems = real_array_elements(arr, &n);
+	if (n > GATEANN_MAX_DIMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("vector has %d dimensions, gateann indexes at most %d",
+						n, GATEANN_MAX_DIMS)));
+	result = palloc(sizeof(float) * n);
+	memcpy(result, elems, sizeof(float) * n);
+	if ((Pointer) arr != DatumGetPointer(value))
+		pfree(arr);
+	*dims = n;
+	return result;
+}
+
+int
+gateann_first_nonfinite(const float *v, int dims)
+{
+	int			i;
+
+	for (i = 0; i < dims; i++)
+		if (!isfinite(v[i]))
+			return i;
+	return -1;
+}
+
+bool
+gateann_normalize(float *v, int dims)
+{
+	double		norm = 0;
+	int			i;
+
+	for (i = 0; i < dims; i++)
+		norm += (double) v[i] * v[i];
+	if (norm <= 0 || !isfinite(norm))
+		return false;
+	norm = sqrt(norm);
+	for (i = 0; i < dims; i++)
+		v[i] = (float) (v[i] / norm);
+	return true;
+}
+
+double
+gateann_distance_to_sql(GateannMetric metric, float internal)
+{
+	switch (metric)
+	{
+		case GATEANN_METRIC_L2:
+			return sqrt((double) Max(internal, 0.0f));
+		case GATEANN_METRIC_IP:
+			return (double) internal;
+		case GATEANN_METRIC_COSINE:
+			/* 1 - cos, clamped to the range rounding can leave */
+			return Min(Max(1.0 + (double) internal, 0.0), 2.0);
+	}
+	return (double) internal;
+}
+
+float
+gateann_internal_distance(GateannMetric metric, const float *a, const float *b, int dims)
+{
+	if (metric == GATEANN_METRIC_L2)
+		return gateann_l2sq(a, b, dims);
+	return -gateann_dot(a, b, dims);
+}
+
+/*
+ * SQL-callable distances on real[].  They accumulate in double: they are the
+ * reference the executor and the tests use.
+ */
+static void
+check_same_dims(int a, int b)
+{
+	if (a != b)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("different vector dimensions %d and %d", a, b)));
+}
+
+Datum
+gateann_l2_distance(PG_FUNCTION_ARGS)
+{
+	int			na,
+				nb,
+				i;
+	float	   *a = real_array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = real_array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	double		sum = 0;
+
+	check_same_dims(na, nb);
+	for (i = 0; i < na; i++)
+	{
+		double		d = (double) a[i] - b[i];
+
+		sum += d * d;
+	}
+	PG_RETURN_FLOAT8(sqrt(sum));
+}
+
+Datum
+gateann_negative_inner_product(PG_FUNCTION_ARGS)
+{
+	int			na,
+				nb,
+				i;
+	float	   *a = real_array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = real_array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	double		sum = 0;
+
+	check_same_dims(na, nb);
+	for (i = 0; i < na; i++)
+		sum += (double) a[i] * b[i];
+	PG_RETURN_FLOAT8(-sum);
+}
+
+Datum
+gateann_cosine_distance(PG_FUNCTION_ARGS)
+{
+	int			na,
+				nb,
+				i;
+	float	   *a = real_array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = real_array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	double		dot = 0,
+				norma = 0,
+				normb = 0,
+				sim;
+
+	check_same_dims(na, nb);
+	for (i = 0; i < na; i++)
+	{
+		dot += (double) a[i] * b[i];
+		norma += (double) a[i] * a[i];
+		normb += (double) b[i] * b[i];
+	}
+	/* Like pgvector: the distance to or from a zero vector is NaN. */
+	if (norma == 0 || normb == 0)
+		PG_RETURN_FLOAT8(get_float8_nan());
+	sim = dot / sqrt(norma * normb);
+	sim = Min(Max(sim, -1.0), 1.0);
+	PG_RETURN_FLOAT8(1.0 - sim);
+}
+
+/*
+ * Support function 1 of the gateann_vector operator classes: pgvector's
+ * `vector` to real[].  pgvector's on-disk layout is a varlena holding
+ * int16 dim, int16 unused, float4 x[dim]; we read it here so that gateann's
+ * library does not link against pgvector's.
+ */
+typedef struct PgvectorLayout
+{
+	int32		vl_len_;
+	int16		dim;
+	int16		unused;
+	float4		x[FLEXIBLE_ARRAY_MEMBER];
+} PgvectorLayout;
+
+Datum
+gateann_pgvector_to_real(PG_FUNCTION_ARGS)
+{
+	PgvectorLayout *v = (PgvectorLayout *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
+	Datum	   *elems;
+	int			i;
+
+	if (v->dim < 1 ||
+		VARSIZE(v) < offsetof(PgvectorLayout, x) + sizeof(float4) * v->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("malformed vector value")));
+	elems = palloc(sizeof(Datum) * v->dim);
+	for (i = 0; i < v->dim; i++)
+		elems[i] = Float4GetDatum(v->x[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, v->dim, FLOAT4OID,
+										  sizeof(float4), true, TYPALIGN_INT));
+}
