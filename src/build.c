@@ -18,6 +18,7 @@
 #include "distance.h"
 #include "filter.h"
 #include "graph.h"
+#include "parallel.h"
 #include "page.h"
 #include "pq.h"
 #include "vector.h"
@@ -27,6 +28,7 @@
 #include "catalog/index.h"
 #include "commands/progress.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
@@ -166,6 +168,10 @@ build_callback(Relation heap, ItemPointer tid, Datum *values, bool *isnull,
 		pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, bs->n);
 }
 
+/* Build phase timings go to the server log at DEBUG1. */
+static instr_time phase_start;
+static int	phase_current = 0;
+
 static void
 report_phase(int phase, double total)
 {
@@ -173,6 +179,21 @@ report_phase(int phase, double total)
 		PROGRESS_CREATEIDX_TUPLES_TOTAL,
 	PROGRESS_CREATEIDX_TUPLES_DONE};
 	const int64 val[] = {phase, (int64) total, 0};
+	instr_time	now;
+
+	INSTR_TIME_SET_CURRENT(now);
+	if (phase_current != 0)
+	{
+		instr_time	elapsed = now;
+
+		INSTR_TIME_SUBTRACT(elapsed, phase_start);
+		elog(DEBUG1, "gateann build phase %d took %.3f s", phase_current,
+			 INSTR_TIME_GET_DOUBLE(elapsed));
+	}
+	phase_start = now;
+	phase_current = phase;
+	if (phase == 0)
+		return;
 
 	pgstat_progress_update_multi_param(3, idx, val);
 }
@@ -377,6 +398,37 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 }
 
 /*
+ * Build the graph with parallel workers when max_parallel_maintenance_workers
+ * allows, the index is big enough to be worth it, and the shared copy of the
+ * vectors still fits in maintenance_work_mem.  False: build serially.
+ */
+static bool
+build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts)
+{
+	Size		need;
+
+	if (max_parallel_maintenance_workers <= 0 || IsInParallelMode() ||
+		bs->n < GATEANN_PARALLEL_MIN_NODES)
+		return false;
+
+	/* private arrays + the shared segment, which duplicates the vectors */
+	need = (Size) bs->n * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
+						   bs->per_node_graph_bytes + opts->pq_subspaces) +
+		gateann_filter_arena_bytes(&bs->arena) +
+		gateann_parallel_graph_bytes(graph);
+	if (need > bs->memory_limit)
+	{
+		elog(DEBUG1, "gateann: building the graph serially: a parallel build needs %zu kB, maintenance_work_mem is %zu kB",
+			 need / 1024, bs->memory_limit / 1024);
+		return false;
+	}
+	return gateann_graph_build_parallel(graph, opts->build_search_list_size,
+										(float) opts->alpha,
+										max_parallel_maintenance_workers,
+										graph_progress);
+}
+
+/*
  * Metapage defaults shared by a real build and an empty (unlogged init fork)
  * build.
  */
@@ -509,8 +561,9 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		graph.n = bs.n;
 		graph.vectors = bs.vectors;
 		graph.R = opts->max_neighbors;
-		gateann_graph_build(&graph, Max(opts->build_search_list_size, opts->max_neighbors),
-							(float) opts->alpha, graph_progress);
+		if (!build_graph_parallel(&bs, &graph, opts))
+			gateann_graph_build(&graph, opts->build_search_list_size,
+								(float) opts->alpha, graph_progress);
 		meta.entry_point = graph.medoid;
 	}
 	else
@@ -524,6 +577,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (RelationNeedsWAL(index))
 		log_newpage_range(index, MAIN_FORKNUM, 0,
 						  RelationGetNumberOfBlocks(index), true);
+	report_phase(0, 0);
 
 	MemoryContextSwitchTo(oldcxt);
 	result = palloc(sizeof(IndexBuildResult));

@@ -10,6 +10,11 @@
  * (as DiskANN's GRAPH_SLACK_FACTOR does) so the quadratic prune is
  * amortised.
  *
+ * With several processes (parallel.c) the arrays live in dynamic shared
+ * memory and each neighbor list is guarded by a spinlock, held only to copy
+ * a list out or to rewrite it (a reverse-edge prune computes under it: at
+ * most R+1 candidates, microseconds).
+ *
  * The graph is always built on squared L2 distance.  For cosine the vectors
  * are unit length, where L2 orders exactly like cosine; for inner product an
  * L2 graph is the usual practical choice (search still ranks by inner
@@ -33,7 +38,7 @@ typedef struct Candidate
 	bool		expanded;
 } Candidate;
 
-typedef struct GraphScratch
+struct GateannGraphScratch
 {
 	uint32	   *stamp;			/* n: visit epoch per node */
 	uint32		epoch;
@@ -42,9 +47,9 @@ typedef struct GraphScratch
 	int			max_expanded;
 	Candidate  *prune_cands;	/* candidates for a prune */
 	int			max_prune_cands;
-	bool	   *occluded;		/* parallel to prune_cands */
 	uint32	   *prune_out;		/* capacity */
-} GraphScratch;
+	uint32	   *list_copy;		/* capacity: a neighbor list copied out */
+};
 
 static inline float
 vdist(const GateannGraph *g, uint32 a, uint32 b)
@@ -59,35 +64,66 @@ neighbors_of(const GateannGraph *g, uint32 id)
 	return g->adj + (Size) id * g->capacity;
 }
 
+static inline void
+lock_node(const GateannGraph *g, uint32 id)
+{
+	if (g->locks)
+		SpinLockAcquire(&g->locks[id]);
+}
+
+static inline void
+unlock_node(const GateannGraph *g, uint32 id)
+{
+	if (g->locks)
+		SpinLockRelease(&g->locks[id]);
+}
+
+/* Copy id's neighbor list into buf; returns its length. */
 static int
-graph_capacity(int R)
+copy_neighbors(const GateannGraph *g, uint32 id, uint32 *buf)
+{
+	int			deg;
+
+	lock_node(g, id);
+	deg = g->degree[id];
+	memcpy(buf, neighbors_of(g, id), sizeof(uint32) * deg);
+	unlock_node(g, id);
+	return deg;
+}
+
+int
+gateann_graph_capacity(int R)
 {
 	return (R * GRAPH_SLACK_NUM + GRAPH_SLACK_DEN - 1) / GRAPH_SLACK_DEN;
 }
 
 Size
+gateann_graph_array_bytes(uint32 n, int R)
+{
+	return (Size) n * (gateann_graph_capacity(R) * sizeof(uint32) +
+					   sizeof(uint16) + sizeof(uint32));
+}
+
+Size
 gateann_graph_memory(uint32 n, int R, int L)
 {
-	int			cap = graph_capacity(R);
-	Size		sz;
+	Size		sz = gateann_graph_array_bytes(n, R);
 
-	sz = (Size) n * cap * sizeof(uint32);	/* adjacency */
-	sz += (Size) n * sizeof(uint16);	/* degree */
 	sz += (Size) n * sizeof(uint32);	/* visit stamps */
-	sz += (Size) n * sizeof(uint32);	/* permutation */
-	sz += (Size) (L + 8 * L + 9 * L + cap) * (sizeof(Candidate) + 1);
+	sz += (Size) (L + 8 * L + 9 * L + 2 * gateann_graph_capacity(R)) *
+		(sizeof(Candidate) + 1);
 	return sz;
 }
 
-/* Insert c into the sorted pool of at most L entries; false if not kept. */
-static bool
+/* Insert c into the sorted pool of at most L entries: its position, or -1. */
+static int
 pool_insert(Candidate *pool, int *size, int L, Candidate c)
 {
 	int			lo = 0,
 				hi = *size;
 
 	if (*size == L && c.dist >= pool[L - 1].dist)
-		return false;
+		return -1;
 	while (lo < hi)
 	{
 		int			mid = (lo + hi) / 2;
@@ -101,7 +137,7 @@ pool_insert(Candidate *pool, int *size, int L, Candidate c)
 		(*size)++;
 	memmove(&pool[lo + 1], &pool[lo], sizeof(Candidate) * (*size - 1 - lo));
 	pool[lo] = c;
-	return true;
+	return lo;
 }
 
 /*
@@ -110,11 +146,12 @@ pool_insert(Candidate *pool, int *size, int L, Candidate c)
  * scratch->expanded and returns how many there are.
  */
 static int
-greedy_search(const GateannGraph *g, GraphScratch *s, uint32 target, int L)
+greedy_search(const GateannGraph *g, GateannGraphScratch *s, uint32 target, int L)
 {
 	const float *q = g->vectors + (Size) target * g->dims;
 	int			psize = 0;
 	int			nexp = 0;
+	int			first = 0;
 	Candidate	c;
 
 	if (++s->epoch == 0)
@@ -134,31 +171,25 @@ greedy_search(const GateannGraph *g, GraphScratch *s, uint32 target, int L)
 	for (;;)
 	{
 		int			i;
-		int			best = -1;
-		uint32	   *nbrs;
 		int			deg;
+		uint32		cur;
 
-		for (i = 0; i < psize; i++)
-		{
-			if (!s->pool[i].expanded)
-			{
-				best = i;
-				break;
-			}
-		}
-		if (best < 0)
+		while (first < psize && s->pool[first].expanded)
+			first++;
+		if (first >= psize)
 			break;
 
-		s->pool[best].expanded = true;
+		s->pool[first].expanded = true;
+		cur = s->pool[first].id;
 		if (nexp < s->max_expanded)
-			s->expanded[nexp++] = s->pool[best];
+			s->expanded[nexp++] = s->pool[first];
 
-		nbrs = neighbors_of(g, s->pool[best].id);
-		deg = g->degree[s->pool[best].id];
+		deg = copy_neighbors(g, cur, s->list_copy);
 		for (i = 0; i < deg; i++)
 		{
-			uint32		nb = nbrs[i];
+			uint32		nb = s->list_copy[i];
 			Candidate	nc;
+			int			pos;
 
 			if (s->stamp[nb] == s->epoch)
 				continue;
@@ -166,7 +197,10 @@ greedy_search(const GateannGraph *g, GraphScratch *s, uint32 target, int L)
 			nc.id = nb;
 			nc.dist = gateann_l2sq(q, g->vectors + (Size) nb * g->dims, g->dims);
 			nc.expanded = false;
-			pool_insert(s->pool, &psize, L, nc);
+			pos = pool_insert(s->pool, &psize, L, nc);
+			/* an insertion before the scan point moves it back */
+			if (pos >= 0 && pos < first)
+				first = pos;
 		}
 	}
 	return nexp;
@@ -188,11 +222,12 @@ cmp_candidate(const void *a, const void *b)
 /*
  * Robust prune: from cands (distances to p), choose at most R neighbors for
  * p, dropping any candidate c' once a chosen c satisfies
- * alpha * d(c, c') <= d(p, c').  Writes them to p's list.
+ * alpha * d(c, c') <= d(p, c').  The result goes to s->prune_out; returns
+ * its length.
  */
-static void
-robust_prune(GateannGraph *g, GraphScratch *s, uint32 p, Candidate *cands,
-			 int ncands, float alpha, int R)
+static int
+robust_prune(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
+			 Candidate *cands, int ncands, float alpha, int R)
 {
 	int			i,
 				j,
@@ -209,47 +244,60 @@ robust_prune(GateannGraph *g, GraphScratch *s, uint32 p, Candidate *cands,
 			continue;
 		cands[nuniq++] = cands[i];
 	}
-	memset(s->occluded, 0, sizeof(bool) * nuniq);
 
+	/*
+	 * Equivalent to DiskANN's formulation (each chosen neighbor occludes
+	 * the later candidates it dominates), but evaluated per candidate
+	 * against the neighbors chosen so far, so it stops at the first
+	 * occluder and never looks past the R-th choice.
+	 */
 	for (i = 0; i < nuniq && nout < R; i++)
 	{
-		const float *ci;
+		const float *ci = g->vectors + (Size) cands[i].id * g->dims;
+		bool		occluded = false;
 
-		if (s->occluded[i])
-			continue;
-		s->prune_out[nout++] = cands[i].id;
-		ci = g->vectors + (Size) cands[i].id * g->dims;
-		for (j = i + 1; j < nuniq; j++)
+		for (j = 0; j < nout; j++)
 		{
-			float		d;
+			float		d = gateann_l2sq(g->vectors + (Size) s->prune_out[j] * g->dims,
+										 ci, g->dims);
 
-			if (s->occluded[j])
-				continue;
-			d = gateann_l2sq(ci, g->vectors + (Size) cands[j].id * g->dims, g->dims);
-			if (alpha * d <= cands[j].dist)
-				s->occluded[j] = true;
+			if (alpha * d <= cands[i].dist)
+			{
+				occluded = true;
+				break;
+			}
 		}
+		if (!occluded)
+			s->prune_out[nout++] = cands[i].id;
 	}
-	memcpy(neighbors_of(g, p), s->prune_out, sizeof(uint32) * nout);
-	g->degree[p] = (uint16) nout;
+	return nout;
 }
 
 /* Add edge j -> p, pruning j's list when it is at capacity. */
 static void
-add_reverse_edge(GateannGraph *g, GraphScratch *s, uint32 j, uint32 p,
+add_reverse_edge(GateannGraph *g, GateannGraphScratch *s, uint32 j, uint32 p,
 				 float alpha)
 {
 	uint32	   *nbrs = neighbors_of(g, j);
-	int			deg = g->degree[j];
+	int			deg;
 	int			i;
+	int			nout;
 
+	lock_node(g, j);
+	deg = g->degree[j];
 	for (i = 0; i < deg; i++)
+	{
 		if (nbrs[i] == p)
+		{
+			unlock_node(g, j);
 			return;
+		}
+	}
 	if (deg < g->capacity)
 	{
 		nbrs[deg] = p;
 		g->degree[j] = deg + 1;
+		unlock_node(g, j);
 		return;
 	}
 	for (i = 0; i < deg; i++)
@@ -259,34 +307,40 @@ add_reverse_edge(GateannGraph *g, GraphScratch *s, uint32 j, uint32 p,
 	}
 	s->prune_cands[deg].id = p;
 	s->prune_cands[deg].dist = vdist(g, j, p);
-	robust_prune(g, s, j, s->prune_cands, deg + 1, alpha, g->R);
+	nout = robust_prune(g, s, j, s->prune_cands, deg + 1, alpha, g->R);
+	memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
+	g->degree[j] = (uint16) nout;
+	unlock_node(g, j);
 }
 
-static void
-visit_node(GateannGraph *g, GraphScratch *s, uint32 p, int L, float alpha)
+void
+gateann_graph_visit(GateannGraph *g, GateannGraphScratch *s, uint32 p, int L, float alpha)
 {
 	int			nexp = greedy_search(g, s, p, L);
-	uint32	   *nbrs = neighbors_of(g, p);
-	int			deg = g->degree[p];
+	int			deg;
 	int			ncands = 0;
 	int			i;
-	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT];
 	int			nout;
+	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT];
 
 	for (i = 0; i < nexp && ncands < s->max_prune_cands; i++)
 		s->prune_cands[ncands++] = s->expanded[i];
+	deg = copy_neighbors(g, p, s->list_copy);
 	for (i = 0; i < deg && ncands < s->max_prune_cands; i++)
 	{
-		s->prune_cands[ncands].id = nbrs[i];
-		s->prune_cands[ncands].dist = vdist(g, p, nbrs[i]);
+		s->prune_cands[ncands].id = s->list_copy[i];
+		s->prune_cands[ncands].dist = vdist(g, p, s->list_copy[i]);
 		s->prune_cands[ncands].expanded = false;
 		ncands++;
 	}
-	robust_prune(g, s, p, s->prune_cands, ncands, alpha, g->R);
+	nout = robust_prune(g, s, p, s->prune_cands, ncands, alpha, g->R);
+	memcpy(out, s->prune_out, sizeof(uint32) * nout);
 
-	/* reverse edges; copy the list first: pruning a neighbor reuses scratch */
-	nout = g->degree[p];
-	memcpy(out, nbrs, sizeof(uint32) * nout);
+	lock_node(g, p);
+	memcpy(neighbors_of(g, p), out, sizeof(uint32) * nout);
+	g->degree[p] = (uint16) nout;
+	unlock_node(g, p);
+
 	for (i = 0; i < nout; i++)
 		add_reverse_edge(g, s, out[i], p, alpha);
 }
@@ -326,21 +380,17 @@ find_medoid(const GateannGraph *g)
 }
 
 void
-gateann_graph_build(GateannGraph *g, int L, float alpha,
-					void (*progress) (int pass, uint32 done, uint32 total))
+gateann_graph_init(GateannGraph *g)
 {
-	GraphScratch s;
-	uint32	   *order;
 	uint64		rng = UINT64CONST(0x6761746561616e6e);	/* "gateaann" */
 	uint32		i;
-	int			pass;
 
 	Assert(g->R <= GATEANN_MAX_NEIGHBORS_LIMIT);
-	g->capacity = graph_capacity(g->R);
-	g->adj = palloc_extended((Size) g->n * g->capacity * sizeof(uint32),
-							 MCXT_ALLOC_HUGE);
-	g->degree = palloc_extended((Size) g->n * sizeof(uint16),
-								MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	g->capacity = gateann_graph_capacity(g->R);
+	memset(g->degree, 0, sizeof(uint16) * g->n);
+	if (g->locks)
+		for (i = 0; i < g->n; i++)
+			SpinLockInit(&g->locks[i]);
 	if (g->n == 0)
 	{
 		g->medoid = InvalidNodeId;
@@ -348,30 +398,81 @@ gateann_graph_build(GateannGraph *g, int L, float alpha,
 	}
 	g->medoid = find_medoid(g);
 
-	s.stamp = palloc_extended((Size) g->n * sizeof(uint32),
-							  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	s.epoch = 0;
-	s.pool = palloc(sizeof(Candidate) * (L + 1));
-	s.max_expanded = 8 * L;
-	s.expanded = palloc(sizeof(Candidate) * s.max_expanded);
-	s.max_prune_cands = s.max_expanded + g->capacity + 1;
-	s.prune_cands = palloc(sizeof(Candidate) * s.max_prune_cands);
-	s.occluded = palloc(sizeof(bool) * s.max_prune_cands);
-	s.prune_out = palloc(sizeof(uint32) * g->capacity);
-
 	/* deterministic Fisher-Yates permutation */
-	order = palloc_extended((Size) g->n * sizeof(uint32), MCXT_ALLOC_HUGE);
 	for (i = 0; i < g->n; i++)
-		order[i] = i;
+		g->order[i] = i;
 	for (i = g->n - 1; i > 0; i--)
 	{
 		uint32		j = (uint32) (gateann_random_next(&rng) % (i + 1));
-		uint32		t = order[i];
+		uint32		t = g->order[i];
 
-		order[i] = order[j];
-		order[j] = t;
+		g->order[i] = g->order[j];
+		g->order[j] = t;
 	}
+}
 
+GateannGraphScratch *
+gateann_graph_scratch_create(const GateannGraph *g, int L)
+{
+	GateannGraphScratch *s = palloc0(sizeof(GateannGraphScratch));
+
+	s->stamp = palloc_extended((Size) Max(g->n, 1) * sizeof(uint32),
+							   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	s->epoch = 0;
+	s->pool = palloc(sizeof(Candidate) * (L + 1));
+	s->max_expanded = 8 * L;
+	s->expanded = palloc(sizeof(Candidate) * s->max_expanded);
+	s->max_prune_cands = s->max_expanded + g->capacity + 1;
+	s->prune_cands = palloc(sizeof(Candidate) * s->max_prune_cands);
+	s->prune_out = palloc(sizeof(uint32) * g->capacity);
+	s->list_copy = palloc(sizeof(uint32) * g->capacity);
+	return s;
+}
+
+void
+gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha)
+{
+	uint32		i;
+
+	for (i = 0; i < g->n; i++)
+	{
+		int			deg = g->degree[i];
+		int			j;
+		uint32	   *nbrs = neighbors_of(g, i);
+		int			nout;
+
+		if (deg <= g->R)
+			continue;
+		for (j = 0; j < deg; j++)
+		{
+			s->prune_cands[j].id = nbrs[j];
+			s->prune_cands[j].dist = vdist(g, i, nbrs[j]);
+		}
+		nout = robust_prune(g, s, i, s->prune_cands, deg, alpha, g->R);
+		memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
+		g->degree[i] = (uint16) nout;
+	}
+}
+
+void
+gateann_graph_build(GateannGraph *g, int L, float alpha,
+					void (*progress) (int pass, uint32 done, uint32 total))
+{
+	GateannGraphScratch *s;
+	uint32		i;
+	int			pass;
+
+	g->capacity = gateann_graph_capacity(g->R);
+	g->adj = palloc_extended((Size) Max(g->n, 1) * g->capacity * sizeof(uint32),
+							 MCXT_ALLOC_HUGE);
+	g->degree = palloc_extended((Size) Max(g->n, 1) * sizeof(uint16), MCXT_ALLOC_HUGE);
+	g->order = palloc_extended((Size) Max(g->n, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
+	g->locks = NULL;
+	gateann_graph_init(g);
+	if (g->n == 0)
+		return;
+
+	s = gateann_graph_scratch_create(g, L);
 	for (pass = 1; pass <= 2; pass++)
 	{
 		float		a = (pass == 1) ? 1.0f : alpha;
@@ -380,34 +481,10 @@ gateann_graph_build(GateannGraph *g, int L, float alpha,
 		{
 			if ((i & 255) == 0 && progress)
 				progress(pass, i, g->n);
-			visit_node(g, &s, order[i], L, a);
+			gateann_graph_visit(g, s, g->order[i], L, a);
 		}
 		if (progress)
 			progress(pass, g->n, g->n);
 	}
-
-	/* lists may exceed R by the slack: prune them down for the disk format */
-	for (i = 0; i < g->n; i++)
-	{
-		int			deg = g->degree[i];
-		int			j;
-		uint32	   *nbrs = neighbors_of(g, i);
-
-		if (deg <= g->R)
-			continue;
-		for (j = 0; j < deg; j++)
-		{
-			s.prune_cands[j].id = nbrs[j];
-			s.prune_cands[j].dist = vdist(g, i, nbrs[j]);
-		}
-		robust_prune(g, &s, i, s.prune_cands, deg, alpha, g->R);
-	}
-
-	pfree(order);
-	pfree(s.stamp);
-	pfree(s.pool);
-	pfree(s.expanded);
-	pfree(s.prune_cands);
-	pfree(s.occluded);
-	pfree(s.prune_out);
+	gateann_graph_finish(g, s, alpha);
 }

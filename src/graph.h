@@ -7,26 +7,55 @@
 
 #include "gateann.h"
 
+#include "storage/spin.h"
+
 typedef struct GateannGraph
 {
 	int			dims;
-	GateannMetric metric;		/* vectors are unit length for cosine */
 	uint32		n;
 	const float *vectors;		/* n * dims */
 	int			R;				/* final max degree */
 	int			capacity;		/* slots per node while building (> R: slack) */
 	uint32	   *adj;			/* n * capacity */
 	uint16	   *degree;			/* n */
+	uint32	   *order;			/* n: the visiting order of both passes */
+	slock_t    *locks;			/* n, or NULL when one process builds */
 	uint32		medoid;
 } GateannGraph;
 
-/* Bytes gateann_graph_build needs for n nodes (adjacency + scratch). */
+typedef struct GateannGraphScratch GateannGraphScratch;
+
+/* Neighbor slots per node while building: R plus slack. */
+extern int	gateann_graph_capacity(int R);
+
+/* Bytes of the shared arrays (adj, degree, order) for n nodes. */
+extern Size gateann_graph_array_bytes(uint32 n, int R);
+
+/* Bytes the whole build needs per node, arrays and per-process scratch. */
 extern Size gateann_graph_memory(uint32 n, int R, int L);
 
 /*
- * Build the graph: medoid entry point, pass 1 at alpha 1.0, pass 2 at alpha,
- * both over a deterministic random permutation.  progress(done, total) is
- * called every few hundred nodes (it may CHECK_FOR_INTERRUPTS).
+ * Set up a graph whose adj, degree, order (and locks, if parallel) point at
+ * allocated memory: empty lists, medoid entry point, a deterministic
+ * random visiting order.
+ */
+extern void gateann_graph_init(GateannGraph *graph);
+
+/* Per-process search scratch (palloc'd in the current context). */
+extern GateannGraphScratch *gateann_graph_scratch_create(const GateannGraph *graph, int L);
+
+/* One Vamana step for node p: search, robust prune, reverse edges. */
+extern void gateann_graph_visit(GateannGraph *graph, GateannGraphScratch *scratch,
+								uint32 p, int L, float alpha);
+
+/* Prune lists that grew past R into their slack (single process). */
+extern void gateann_graph_finish(GateannGraph *graph, GateannGraphScratch *scratch,
+								 float alpha);
+
+/*
+ * Serial build: medoid entry point, pass 1 at alpha 1.0, pass 2 at alpha.
+ * Allocates adj/degree/order.  progress(pass, done, total) is called every
+ * few hundred nodes (it may CHECK_FOR_INTERRUPTS).
  */
 extern void gateann_graph_build(GateannGraph *graph, int L, float alpha,
 								void (*progress) (int pass, uint32 done, uint32 total));

@@ -51,9 +51,11 @@ extern size_t gateann_pq_codebook_bytes(int dims);
 
 /*
  * Default number of subspaces for a dimension count: a divisor of dims close
- * to dims/4 (preferring one in [dims/8, dims/4]), never more than 96, never
- * less than 1; if dims has no divisor in that range, min(96, max(1, dims/4))
- * with the uneven split described above.
+ * to dims/4, never more than 96, never less than 1.  Exactly: with
+ * T = min(96, max(1, dims/4)), the largest divisor d of dims with
+ * T/2 <= d <= T (i.e. [dims/8, dims/4] while dims <= 768, [48, 96] above);
+ * if dims has no divisor in that range, T with the uneven split described
+ * above.  E.g. 128 -> 32, 768 -> 96, 16000 -> 80, 13 -> 3, 3 -> 1.
  */
 extern int	gateann_pq_default_subspaces(int dims);
 

@@ -1,0 +1,206 @@
+/*
+ * parallel.c — parallel Vamana construction.
+ *
+ * The leader copies the vectors into a dynamic shared memory segment next
+ * to the adjacency arrays and one spinlock per node, then runs each of the
+ * two passes with its workers: every participant claims chunks of the
+ * shared visiting order from an atomic counter and runs the same
+ * gateann_graph_visit() the serial build uses.  Between passes the workers
+ * are relaunched (the second pass must see the whole first-pass graph).
+ * Workers only compute: they touch no relation and write no WAL.
+ */
+#include "postgres.h"
+
+#include "parallel.h"
+#include "distance.h"
+
+#include "access/parallel.h"
+#include "access/xact.h"
+#include "miscadmin.h"
+#include "port/atomics.h"
+#include "storage/shm_toc.h"
+
+#define PARALLEL_KEY_GRAPH		UINT64CONST(0x6761746561000001)
+
+/* Nodes a participant claims at a time */
+#define CLAIM_CHUNK		64
+
+typedef struct GraphShared
+{
+	uint32		n;
+	int			dims;
+	int			R;
+	int			L;
+	float		alpha;			/* of the current pass */
+	int			pass;
+	uint32		medoid;
+	pg_atomic_uint32 next;		/* next index into order[] to claim */
+	pg_atomic_uint32 done;		/* visited in this pass */
+
+	/* array offsets from the start of this struct */
+	Size		vectors_off;
+	Size		adj_off;
+	Size		degree_off;
+	Size		order_off;
+	Size		locks_off;
+	Size		total_size;
+} GraphShared;
+
+PGDLLEXPORT void gateann_parallel_graph_main(dsm_segment *seg, shm_toc *toc);
+
+static void
+layout_shared(GraphShared *sh, const GateannGraph *g)
+{
+	Size		off = BUFFERALIGN(sizeof(GraphShared));
+	int			cap = gateann_graph_capacity(g->R);
+
+	sh->vectors_off = off;
+	off += BUFFERALIGN((Size) g->n * g->dims * sizeof(float));
+	sh->adj_off = off;
+	off += BUFFERALIGN((Size) g->n * cap * sizeof(uint32));
+	sh->degree_off = off;
+	off += BUFFERALIGN((Size) g->n * sizeof(uint16));
+	sh->order_off = off;
+	off += BUFFERALIGN((Size) g->n * sizeof(uint32));
+	sh->locks_off = off;
+	off += BUFFERALIGN((Size) g->n * sizeof(slock_t));
+	sh->total_size = off;
+}
+
+Size
+gateann_parallel_graph_bytes(const GateannGraph *graph)
+{
+	GraphShared sh;
+
+	layout_shared(&sh, graph);
+	return sh.total_size;
+}
+
+/* A GateannGraph whose arrays point into the shared segment */
+static void
+attach_graph(GraphShared *sh, GateannGraph *g)
+{
+	char	   *base = (char *) sh;
+
+	memset(g, 0, sizeof(*g));
+	g->n = sh->n;
+	g->dims = sh->dims;
+	g->R = sh->R;
+	g->capacity = gateann_graph_capacity(sh->R);
+	g->vectors = (const float *) (base + sh->vectors_off);
+	g->adj = (uint32 *) (base + sh->adj_off);
+	g->degree = (uint16 *) (base + sh->degree_off);
+	g->order = (uint32 *) (base + sh->order_off);
+	g->locks = (slock_t *) (base + sh->locks_off);
+	g->medoid = sh->medoid;
+}
+
+static void
+run_pass(GraphShared *sh, GateannGraph *g, GateannGraphScratch *s,
+		 void (*progress) (int pass, uint32 done, uint32 total))
+{
+	for (;;)
+	{
+		uint32		start = pg_atomic_fetch_add_u32(&sh->next, CLAIM_CHUNK);
+		uint32		end;
+		uint32		i;
+		uint32		done;
+
+		if (start >= sh->n)
+			break;
+		end = Min(start + CLAIM_CHUNK, sh->n);
+		for (i = start; i < end; i++)
+			gateann_graph_visit(g, s, g->order[i], sh->L, sh->alpha);
+		done = pg_atomic_add_fetch_u32(&sh->done, end - start);
+		if (progress)
+			progress(sh->pass, done, sh->n);
+		else
+			CHECK_FOR_INTERRUPTS();
+	}
+}
+
+void
+gateann_parallel_graph_main(dsm_segment *seg, shm_toc *toc)
+{
+	GraphShared *sh = shm_toc_lookup(toc, PARALLEL_KEY_GRAPH, false);
+	GateannGraph g;
+	GateannGraphScratch *s;
+
+	gateann_distance_init();
+	attach_graph(sh, &g);
+	s = gateann_graph_scratch_create(&g, sh->L);
+	run_pass(sh, &g, s, NULL);
+}
+
+bool
+gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha, int nworkers,
+							 void (*progress) (int pass, uint32 done, uint32 total))
+{
+	ParallelContext *pcxt;
+	GraphShared layout;
+	GraphShared *sh;
+	GateannGraph g;
+	GateannGraphScratch *s;
+	int			pass;
+	int			cap = gateann_graph_capacity(graph->R);
+
+	layout_shared(&layout, graph);
+
+	EnterParallelMode();
+	pcxt = CreateParallelContext("gateann", "gateann_parallel_graph_main", nworkers);
+	shm_toc_estimate_chunk(&pcxt->estimator, layout.total_size);
+	shm_toc_estimate_keys(&pcxt->estimator, 1);
+	InitializeParallelDSM(pcxt);
+	if (pcxt->seg == NULL)
+	{
+		DestroyParallelContext(pcxt);
+		ExitParallelMode();
+		return false;
+	}
+
+	sh = shm_toc_allocate(pcxt->toc, layout.total_size);
+	*sh = layout;
+	sh->n = graph->n;
+	sh->dims = graph->dims;
+	sh->R = graph->R;
+	sh->L = L;
+	pg_atomic_init_u32(&sh->next, 0);
+	pg_atomic_init_u32(&sh->done, 0);
+	memcpy((char *) sh + sh->vectors_off, graph->vectors,
+		   (Size) graph->n * graph->dims * sizeof(float));
+	attach_graph(sh, &g);
+	gateann_graph_init(&g);
+	sh->medoid = g.medoid;
+	shm_toc_insert(pcxt->toc, PARALLEL_KEY_GRAPH, sh);
+
+	s = gateann_graph_scratch_create(&g, L);
+	for (pass = 1; pass <= 2; pass++)
+	{
+		sh->pass = pass;
+		sh->alpha = (pass == 1) ? 1.0f : alpha;
+		pg_atomic_write_u32(&sh->next, 0);
+		pg_atomic_write_u32(&sh->done, 0);
+		if (pass > 1)
+			ReinitializeParallelDSM(pcxt);
+		LaunchParallelWorkers(pcxt);
+		if (progress)
+			progress(pass, 0, sh->n);
+		run_pass(sh, &g, s, progress);
+		WaitForParallelWorkersToFinish(pcxt);
+	}
+	gateann_graph_finish(&g, s, alpha);
+
+	/* hand the result back in private memory: the segment goes away */
+	graph->capacity = cap;
+	graph->medoid = g.medoid;
+	graph->locks = NULL;
+	graph->adj = palloc_extended((Size) graph->n * cap * sizeof(uint32), MCXT_ALLOC_HUGE);
+	graph->degree = palloc_extended((Size) graph->n * sizeof(uint16), MCXT_ALLOC_HUGE);
+	graph->order = NULL;
+	memcpy(graph->adj, g.adj, (Size) graph->n * cap * sizeof(uint32));
+	memcpy(graph->degree, g.degree, (Size) graph->n * sizeof(uint16));
+
+	DestroyParallelContext(pcxt);
+	ExitParallelMode();
+	return true;
+}
