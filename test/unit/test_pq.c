@@ -1,0 +1,476 @@
+/*
+ * test_pq.c — product quantization: layout, default subspaces, training,
+ * encoding, decoding and distance tables.  Runs against whatever kernels
+ * gateann_distance_init() selected (the driver runs it once per variant).
+ */
+#include "test_common.h"
+#include "distance.h"
+#include "pq.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define K GATEANN_PQ_CENTROIDS
+
+static char prefix[64];
+
+static double
+dl2(const float *a, const float *b, int n)
+{
+	double		s = 0.0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		s += ((double) a[i] - b[i]) * ((double) a[i] - b[i]);
+	return s;
+}
+
+static double
+ddot(const float *a, const float *b, int n)
+{
+	double		s = 0.0;
+	int			i;
+
+	for (i = 0; i < n; i++)
+		s += (double) a[i] * b[i];
+	return s;
+}
+
+/* allocate and train a codebook; caller frees pq->centroids */
+static void
+train(GateannPQ *pq, int dims, int m, const float *sample, int n,
+	  uint64_t seed, int iters)
+{
+	void	   *scratch = malloc(gateann_pq_train_scratch_bytes(n, dims, m));
+
+	pq->dims = dims;
+	pq->m = m;
+	pq->centroids = malloc(gateann_pq_codebook_bytes(dims));
+	memset(pq->centroids, 0x7f, gateann_pq_codebook_bytes(dims));	/* garbage */
+	gateann_pq_train(pq, sample, n, seed, iters, scratch, NULL);
+	free(scratch);
+}
+
+static void
+test_layout(void)
+{
+	int			dims,
+				m,
+				s;
+
+	for (dims = 1; dims <= 300; dims++)
+	{
+		for (m = 1; m <= dims && m <= 130; m++)
+		{
+			int			next = 0;
+
+			for (s = 0; s < m; s++)
+			{
+				int			off = gateann_pq_sub_offset(dims, m, s);
+				int			w = gateann_pq_sub_dims(dims, m, s);
+
+				CHECK(off == next, "dims %d m %d s %d: offset %d expected %d", dims, m, s, off, next);
+				CHECK(w == dims / m + (s < dims % m), "dims %d m %d s %d: width %d", dims, m, s, w);
+				next = off + w;
+			}
+			CHECK(next == dims, "dims %d m %d: covers %d", dims, m, next);
+		}
+	}
+	CHECK(gateann_pq_sub_offset(16000, 80, 79) == 15800 && gateann_pq_sub_dims(16000, 80, 79) == 200, "16000/80");
+	CHECK(gateann_pq_sub_dims(13, 3, 0) == 5 && gateann_pq_sub_dims(13, 3, 1) == 4 &&
+		  gateann_pq_sub_offset(13, 3, 2) == 9, "13/3 uneven split");
+	CHECK(gateann_pq_codebook_bytes(128) == 128 * 256 * sizeof(float), "codebook bytes");
+}
+
+static void
+test_default_subspaces(void)
+{
+	static const int ex[][2] = {
+		{1, 1}, {2, 1}, {3, 1}, {4, 1}, {8, 2}, {13, 3}, {14, 2}, {16, 4},
+		{96, 24}, {100, 25}, {128, 32}, {200, 50}, {256, 64}, {300, 75},
+		{384, 96}, {512, 64}, {768, 96}, {960, 96}, {1000, 50}, {1024, 64},
+		{1536, 96}, {3072, 96}, {16000, 80}, {97, 24}
+	};
+	size_t		i;
+	int			dims;
+
+	for (i = 0; i < sizeof(ex) / sizeof(ex[0]); i++)
+		CHECK(gateann_pq_default_subspaces(ex[i][0]) == ex[i][1], "dims %d: got %d expected %d",
+			  ex[i][0], gateann_pq_default_subspaces(ex[i][0]), ex[i][1]);
+
+	/* the rule, checked independently for every dims up to 20000 */
+	for (dims = 1; dims <= 20000; dims++)
+	{
+		int			m = gateann_pq_default_subspaces(dims);
+		int			t = dims / 4 < 1 ? 1 : (dims / 4 > 96 ? 96 : dims / 4);
+		int			best = 0,
+					d;
+
+		for (d = 1; d <= t; d++)
+			if (dims % d == 0 && 2 * d >= t)
+				best = d;
+		CHECK(m >= 1 && m <= 96 && m <= dims, "dims %d: m %d out of range", dims, m);
+		CHECK(m == (best ? best : t), "dims %d: m %d expected %d", dims, m, best ? best : t);
+	}
+}
+
+static void
+test_determinism(void)
+{
+	int			dims = 40,
+				m = 7,
+				n = 3000;
+	TestRng		r = {99};
+	float	   *x = malloc(sizeof(float) * dims * n);
+	GateannPQ	a,
+				b,
+				c;
+
+	trng_fill(&r, x, (size_t) dims * n, 1.0f);
+	train(&a, dims, m, x, n, 42, 12);
+	train(&b, dims, m, x, n, 42, 12);
+	train(&c, dims, m, x, n, 43, 12);
+	CHECK(memcmp(a.centroids, b.centroids, gateann_pq_codebook_bytes(dims)) == 0, "same seed differs");
+	CHECK(memcmp(a.centroids, c.centroids, gateann_pq_codebook_bytes(dims)) != 0, "different seed identical");
+	free(a.centroids);
+	free(b.centroids);
+	free(c.centroids);
+	free(x);
+}
+
+static void
+test_small_n(void)
+{
+	int			dims = 13,
+				m = 3,
+				n,
+				s,
+				c;
+	TestRng		r = {5};
+	float		x[13 * 255];
+	GateannPQ	pq;
+
+	trng_fill(&r, x, sizeof(x) / sizeof(x[0]), 1.0f);
+	for (n = 0; n <= 255; n += (n < 3 ? 1 : 84))
+	{
+		train(&pq, dims, m, x, n, 1, 12);
+		for (s = 0; s < m; s++)
+		{
+			int			off = gateann_pq_sub_offset(dims, m, s);
+			int			w = gateann_pq_sub_dims(dims, m, s);
+
+			for (c = 0; c < K; c++)
+			{
+				const float *cent = pq.centroids + (size_t) K * off + (size_t) c * w;
+				int			j;
+
+				for (j = 0; j < w; j++)
+				{
+					float		expect = n == 0 ? 0.0f : x[(c % n) * dims + off + j];
+
+					CHECK(cent[j] == expect, "n %d s %d c %d j %d: %g != %g", n, s, c, j, cent[j], expect);
+				}
+			}
+		}
+		free(pq.centroids);
+	}
+}
+
+/* also exercise the n >= 256 path right at the boundary with duplicates */
+static void
+test_duplicates(void)
+{
+	int			dims = 8,
+				m = 2,
+				n = 1000,
+				i;
+	float	   *x = malloc(sizeof(float) * dims * n);
+	GateannPQ	pq;
+	uint8_t		code[2];
+	float		out[8];
+
+	/* only 3 distinct rows: most clusters stay empty, must not misbehave */
+	for (i = 0; i < n * dims; i++)
+		x[i] = (float) ((i / dims) % 3);
+	train(&pq, dims, m, x, n, 7, 12);
+	for (i = 0; i < 3; i++)
+	{
+		gateann_pq_encode(&pq, x + i * dims, code);
+		gateann_pq_decode(&pq, code, out);
+		CHECK(dl2(out, x + i * dims, dims) == 0.0, "row %d not reproduced exactly", i);
+	}
+	for (i = 0; i < K * dims; i++)
+		CHECK(isfinite(pq.centroids[i]), "non-finite centroid value");
+	free(pq.centroids);
+	free(x);
+}
+
+static int	interrupt_calls;
+
+static void
+count_interrupts(void)
+{
+	interrupt_calls++;
+}
+
+static void
+test_interrupts(void)
+{
+	int			dims = 16,
+				m = 4,
+				n = 600,
+				iters = 5;
+	TestRng		r = {31};
+	float	   *x = malloc(sizeof(float) * dims * n);
+	void	   *scratch = malloc(gateann_pq_train_scratch_bytes(n, dims, m));
+	GateannPQ	pq = {dims, m, malloc(gateann_pq_codebook_bytes(dims))};
+
+	trng_fill(&r, x, (size_t) dims * n, 1.0f);
+	interrupt_calls = 0;
+	gateann_pq_train(&pq, x, n, 3, iters, scratch, count_interrupts);
+	CHECK(interrupt_calls >= m, "only %d calls", interrupt_calls);
+	/* at least once per subspace, plus once per iteration actually run */
+	CHECK(interrupt_calls >= m * 2, "only %d calls for %d iterations x %d subspaces", interrupt_calls, iters, m);
+	free(pq.centroids);
+	free(scratch);
+	free(x);
+}
+
+/* encode = nearest centroid per subspace by brute force (double) */
+static void
+check_encode_bruteforce(const GateannPQ *pq, const float *vecs, int nv)
+{
+	uint8_t    *code = malloc(pq->m);
+	int			v,
+				s,
+				c;
+
+	for (v = 0; v < nv; v++)
+	{
+		const float *x = vecs + (size_t) v * pq->dims;
+
+		gateann_pq_encode(pq, x, code);
+		for (s = 0; s < pq->m; s++)
+		{
+			int			off = gateann_pq_sub_offset(pq->dims, pq->m, s);
+			int			w = gateann_pq_sub_dims(pq->dims, pq->m, s);
+			const float *cb = pq->centroids + (size_t) K * off;
+			double		best = INFINITY,
+						got = dl2(cb + (size_t) code[s] * w, x + off, w);
+
+			for (c = 0; c < K; c++)
+			{
+				double		d = dl2(cb + (size_t) c * w, x + off, w);
+
+				if (d < best)
+					best = d;
+			}
+			CHECK(got <= best * (1 + 1e-5) + 1e-20, "v %d s %d: code %d dist %.9g best %.9g", v, s, code[s], got, best);
+		}
+	}
+	free(code);
+}
+
+/* table sums match decode; adc matches too */
+static void
+check_tables(const GateannPQ *pq, const float *vecs, int nv, const float *queries, int nq)
+{
+	int			dims = pq->dims,
+				m = pq->m;
+	float	   *tl2 = malloc(sizeof(float) * m * K);
+	float	   *tip = malloc(sizeof(float) * m * K);
+	float	   *dec = malloc(sizeof(float) * dims);
+	uint8_t    *code = malloc(m);
+	int			q,
+				v,
+				s;
+
+	for (q = 0; q < nq; q++)
+	{
+		const float *qv = queries + (size_t) q * dims;
+
+		gateann_pq_distance_table(pq, qv, GATEANN_PQ_L2, tl2);
+		gateann_pq_distance_table(pq, qv, GATEANN_PQ_IP, tip);
+		for (v = 0; v < nv; v++)
+		{
+			double		sl2 = 0.0,
+						sip = 0.0,
+						el2,
+						eip,
+						absip = 0.0;
+			int			j;
+
+			gateann_pq_encode(pq, vecs + (size_t) v * dims, code);
+			gateann_pq_decode(pq, code, dec);
+			for (s = 0; s < m; s++)
+			{
+				sl2 += tl2[s * K + code[s]];
+				sip += tip[s * K + code[s]];
+			}
+			for (j = 0; j < dims; j++)
+				absip += fabs((double) qv[j] * dec[j]);
+			el2 = dl2(qv, dec, dims);
+			eip = -ddot(qv, dec, dims);
+			CHECK(fabs(sl2 - el2) <= 1e-5 * el2 + 1e-20, "q %d v %d: table l2 %.9g decode l2 %.9g", q, v, sl2, el2);
+			CHECK(fabs(sip - eip) <= 1e-5 * absip + 1e-20, "q %d v %d: table ip %.9g decode ip %.9g", q, v, sip, eip);
+			CHECK(fabs(gateann_pq_adc(tl2, code, m) - el2) <= 1e-5 * el2 + 1e-20, "adc l2 mismatch");
+			CHECK(fabs(gateann_pq_adc(tip, code, m) - eip) <= 1e-5 * absip + 1e-20, "adc ip mismatch");
+		}
+	}
+	free(tl2);
+	free(tip);
+	free(dec);
+	free(code);
+}
+
+static void
+test_encode_and_tables(int dims, int m, int n)
+{
+	TestRng		r = {(uint64_t) dims * 1000 + m};
+	float	   *x = malloc(sizeof(float) * (size_t) dims * n);
+	float	   *q = malloc(sizeof(float) * (size_t) dims * 5);
+	GateannPQ	pq;
+
+	trng_fill(&r, x, (size_t) dims * n, 1.0f);
+	trng_fill(&r, q, (size_t) dims * 5, 1.0f);
+	train(&pq, dims, m, x, n, 11, 6);
+	check_encode_bruteforce(&pq, x, n < 300 ? n : 300);
+	check_tables(&pq, x, n < 50 ? n : 50, q, 5);
+	free(pq.centroids);
+	free(q);
+	free(x);
+}
+
+/*
+ * Clustered data: 64 well separated centers plus small noise.  The trained
+ * codebook must reproduce vectors far better than random codes, and Lloyd
+ * iterations must not be worse than the initial sample codebook.
+ */
+static void
+test_quantization_error(void)
+{
+	int			dims = 32,
+				m = 8,
+				n = 8000,
+				ncl = 64,
+				i,
+				j,
+				s;
+	TestRng		r = {2024};
+	float	   *centers = malloc(sizeof(float) * dims * ncl);
+	float	   *x = malloc(sizeof(float) * dims * n);
+	float		dec[32];
+	uint8_t		code[8];
+	double		err_trained = 0.0,
+				err_init = 0.0,
+				err_random = 0.0;
+	GateannPQ	pq,
+				pq0;
+
+	trng_fill(&r, centers, (size_t) dims * ncl, 10.0f);
+	for (i = 0; i < n; i++)
+	{
+		int			cl = (int) (trng_next(&r) % ncl);
+
+		for (j = 0; j < dims; j++)
+			x[i * dims + j] = centers[cl * dims + j] + 0.3f * trng_float(&r);
+	}
+	train(&pq, dims, m, x, n, 1, 12);
+	train(&pq0, dims, m, x, n, 1, 0);
+	for (i = 0; i < n; i++)
+	{
+		gateann_pq_encode(&pq, x + i * dims, code);
+		gateann_pq_decode(&pq, code, dec);
+		err_trained += dl2(dec, x + i * dims, dims);
+		gateann_pq_encode(&pq0, x + i * dims, code);
+		gateann_pq_decode(&pq0, code, dec);
+		err_init += dl2(dec, x + i * dims, dims);
+		for (s = 0; s < m; s++)
+			code[s] = (uint8_t) (trng_next(&r) & 255);
+		gateann_pq_decode(&pq, code, dec);
+		err_random += dl2(dec, x + i * dims, dims);
+	}
+	err_trained /= n;
+	err_init /= n;
+	err_random /= n;
+	printf("    # mean sq error: trained %.4f, initial sample %.4f, random codes %.4f\n",
+		   err_trained, err_init, err_random);
+	CHECK(err_trained < 0.02 * err_random, "trained %.4f vs random %.4f", err_trained, err_random);
+	CHECK(err_trained <= err_init * 1.0001, "trained %.4f worse than init %.4f", err_trained, err_init);
+	/* noise floor: 32 dims * var(U(-0.3,0.3)) = 0.96; k-means must get near it */
+	CHECK(err_trained < 2.0, "trained error %.4f far above noise floor", err_trained);
+	free(pq.centroids);
+	free(pq0.centroids);
+	free(x);
+	free(centers);
+}
+
+static void
+run_case_fmt(const char *what, int which)
+{
+	char		name[160];
+
+	snprintf(name, sizeof(name), "%spq %s", prefix, what);
+	switch (which)
+	{
+		case 0:
+			RUN_CASE(name, test_layout());
+			break;
+		case 1:
+			RUN_CASE(name, test_default_subspaces());
+			break;
+		case 2:
+			RUN_CASE(name, test_determinism());
+			break;
+		case 3:
+			RUN_CASE(name, test_small_n());
+			break;
+		case 4:
+			RUN_CASE(name, test_duplicates());
+			break;
+		case 5:
+			RUN_CASE(name, test_interrupts());
+			break;
+		case 6:
+			RUN_CASE(name, test_encode_and_tables(128, 32, 2000));
+			break;
+		case 7:
+			RUN_CASE(name, test_encode_and_tables(13, 3, 700));
+			break;
+		case 8:
+			RUN_CASE(name, test_encode_and_tables(768, 96, 600));
+			break;
+		case 9:
+			RUN_CASE(name, test_encode_and_tables(100, 7, 500));
+			break;
+		case 10:
+			RUN_CASE(name, test_encode_and_tables(300, 300, 400));
+			break;
+		case 11:
+			RUN_CASE(name, test_encode_and_tables(2000, 10, 300));
+			break;
+		case 12:
+			RUN_CASE(name, test_quantization_error());
+			break;
+	}
+}
+
+void
+run_pq_tests(void)
+{
+	snprintf(prefix, sizeof(prefix), "[%s] ", gateann_distance_impl());
+	run_case_fmt("sub_offset/sub_dims cover dims exactly", 0);
+	run_case_fmt("default_subspaces rule", 1);
+	run_case_fmt("train determinism (same seed => identical bytes)", 2);
+	run_case_fmt("train n < 256 and n == 0", 3);
+	run_case_fmt("train on duplicate rows (empty clusters)", 4);
+	run_case_fmt("check_interrupts called per subspace and iteration", 5);
+	run_case_fmt("encode nearest + tables, dims 128 m 32", 6);
+	run_case_fmt("encode nearest + tables, dims 13 m 3 (uneven)", 7);
+	run_case_fmt("encode nearest + tables, dims 768 m 96", 8);
+	run_case_fmt("encode nearest + tables, dims 100 m 7 (uneven)", 9);
+	run_case_fmt("encode nearest + tables, dims 300 m 300 (w = 1)", 10);
+	run_case_fmt("encode nearest + tables, dims 2000 m 10 (w = 200)", 11);
+	run_case_fmt("quantization error on clustered data", 12);
+}
