@@ -42,6 +42,7 @@
 typedef struct BuildState
 {
 	Relation	index;
+	const char *heapname;
 	GateannVectorReader reader;
 	GateannMetric metric;
 	GateannFilterLayout *filters;
@@ -53,6 +54,8 @@ typedef struct BuildState
 	ItemPointerData *tids;
 	GateannFilterArena arena;	/* serialised filter values per node */
 	int			max_neighbors;
+	int			pq_option;		/* pq_subspaces reloption (0 = automatic) */
+	int			pq_m;			/* subspaces, once dims is known */
 
 	Size		per_node_graph_bytes;	/* estimate, for the memory check */
 	Size		memory_limit;
@@ -68,6 +71,12 @@ check_memory(BuildState *bs, uint32 n_needed)
 	need = (Size) n_needed * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
 							  bs->per_node_graph_bytes);
 	need += gateann_filter_arena_bytes(&bs->arena);
+	/* codebook, training sample and k-means scratch, PQ codes */
+	need += gateann_pq_codebook_bytes(bs->dims);
+	need += (Size) Min(n_needed, (uint32) PQ_TRAIN_SAMPLE) * sizeof(float) * bs->dims;
+	need += gateann_pq_train_scratch_bytes((int) Min(n_needed, (uint32) PQ_TRAIN_SAMPLE),
+										   bs->dims, bs->pq_m);
+	need += (Size) n_needed * bs->pq_m;
 	if (need > bs->memory_limit)
 	{
 		double		est_rows = Max(bs->index->rd_rel->reltuples, (double) n_needed);
@@ -85,12 +94,19 @@ check_memory(BuildState *bs, uint32 n_needed)
 static void
 grow_arrays(BuildState *bs)
 {
-	uint32		newcap = bs->capacity == 0 ? 1024 : bs->capacity * 2;
+	Size		per_row = sizeof(float) * bs->dims + sizeof(ItemPointerData) +
+		bs->per_node_graph_bytes;
+	uint32		newcap = bs->capacity == 0 ? 64 : bs->capacity * 2;
+
+	/* never allocate room for more rows than maintenance_work_mem can hold */
+	newcap = (uint32) Min((Size) newcap, bs->memory_limit / per_row + 1);
+	if (newcap <= bs->n)
+		check_memory(bs, bs->n + 1);	/* reports the error */
 
 	if (bs->capacity == 0)
 	{
-		bs->vectors = palloc_extended(sizeof(float) * bs->dims * newcap, MCXT_ALLOC_HUGE);
-		bs->tids = palloc_extended(sizeof(ItemPointerData) * newcap, MCXT_ALLOC_HUGE);
+		bs->vectors = palloc_extended(sizeof(float) * bs->dims * (Size) newcap, MCXT_ALLOC_HUGE);
+		bs->tids = palloc_extended(sizeof(ItemPointerData) * (Size) newcap, MCXT_ALLOC_HUGE);
 	}
 	else
 	{
@@ -101,7 +117,7 @@ grow_arrays(BuildState *bs)
 }
 
 static void
-build_callback(Relation heap, ItemPointer tid, Datum *values, bool *isnull,
+build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
 {
 	BuildState *bs = (BuildState *) state;
@@ -121,21 +137,36 @@ build_callback(Relation heap, ItemPointer tid, Datum *values, bool *isnull,
 	{
 		bs->dims = dims;
 		bs->per_node_graph_bytes = gateann_graph_memory(1, bs->max_neighbors, 0);
+		bs->pq_m = Min(bs->pq_option > 0 ? bs->pq_option :
+					   gateann_pq_default_subspaces(dims), dims);
+	}
+	else if (dims != bs->dims && !tupleIsAlive)
+	{
+		/* a deleted row nobody new will see: not worth failing the build */
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(bs->tmpcxt);
+		return;
 	}
 	else if (dims != bs->dims)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("vector in row %s of \"%s\" has %d dimensions, but the index's first vector has %d",
-						gateann_tid_string(tid), RelationGetRelationName(heap),
+						gateann_tid_string(tid), bs->heapname,
 						dims, bs->dims),
 				 errhint("All vectors in one gateann index must have the same number of dimensions; use a partial or expression index to separate them.")));
 
 	bad = gateann_first_nonfinite(v, dims);
+	if (bad >= 0 && !tupleIsAlive)
+	{
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(bs->tmpcxt);
+		return;
+	}
 	if (bad >= 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("vector in row %s of \"%s\" has a non-finite value (%g) in dimension %d",
-						gateann_tid_string(tid), RelationGetRelationName(heap),
+						gateann_tid_string(tid), bs->heapname,
 						(double) v[bad], bad + 1),
 				 errhint("NaN and infinity cannot be indexed; fix or exclude the row.")));
 
@@ -153,10 +184,9 @@ build_callback(Relation heap, ItemPointer tid, Datum *values, bool *isnull,
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("gateann indexes at most %u vectors", GATEANN_MAX_NODES)));
+	check_memory(bs, bs->n + 1);
 	if (bs->n == bs->capacity)
 		grow_arrays(bs);
-	if ((bs->n & 1023) == 0)
-		check_memory(bs, bs->n + 1024);
 
 	memcpy(bs->vectors + (Size) bs->n * bs->dims, v, sizeof(float) * dims);
 	bs->tids[bs->n] = *tid;
@@ -444,7 +474,7 @@ init_meta(GateannMetaPageData *meta, Relation index, GateannOptions *opts,
 	meta->max_neighbors = opts->max_neighbors;
 	meta->build_search_list_size = opts->build_search_list_size;
 	meta->alpha = (float4) opts->alpha;
-	meta->tunnel_neighbors = opts->tunnel_neighbors;
+	meta->tunnel_neighbors = gateann_tunnel_neighbors(opts);
 	meta->entry_point = InvalidNodeId;
 	gateann_filter_layout_to_meta(filters, meta);
 }
@@ -475,9 +505,11 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	memset(&bs, 0, sizeof(bs));
 	bs.index = index;
+	bs.heapname = RelationGetRelationName(heap);
 	bs.metric = gateann_index_metric(index);
 	gateann_vector_reader_init(&bs.reader, index);
 	bs.max_neighbors = opts->max_neighbors;
+	bs.pq_option = opts->pq_subspaces;
 	bs.filters = gateann_filter_layout_create(index);
 	gateann_filter_arena_init(&bs.arena, bs.filters);
 	bs.memory_limit = (Size) maintenance_work_mem * 1024;

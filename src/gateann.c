@@ -102,7 +102,13 @@ gateann_get_options(Relation index)
 	return opts;
 }
 
-/* Cross-option checks that reloption ranges alone cannot express. */
+/*
+ * Cross-option checks that reloption ranges alone cannot express.  The
+ * neighbor store keeps at most R neighbors per node, so tunnel_neighbors is
+ * used as min(tunnel_neighbors, max_neighbors) (see
+ * gateann_tunnel_neighbors), not rejected: its default of 32 must work with
+ * any max_neighbors.
+ */
 void
 gateann_check_options(const GateannOptions *opts)
 {
@@ -111,11 +117,12 @@ gateann_check_options(const GateannOptions *opts)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("build_search_list_size (%d) must be at least max_neighbors (%d)",
 						opts->build_search_list_size, opts->max_neighbors)));
-	if (opts->tunnel_neighbors > opts->max_neighbors)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("tunnel_neighbors (%d) cannot exceed max_neighbors (%d)",
-						opts->tunnel_neighbors, opts->max_neighbors)));
+}
+
+int
+gateann_tunnel_neighbors(const GateannOptions *opts)
+{
+	return Min(opts->tunnel_neighbors, opts->max_neighbors);
 }
 
 /*

@@ -219,6 +219,7 @@ extern bytea *gateann_options(Datum reloptions, bool validate);
 extern GateannOptions *gateann_get_options(Relation index);
 extern GateannMetric gateann_index_metric(Relation index);
 extern void gateann_check_options(const GateannOptions *opts);
+extern int	gateann_tunnel_neighbors(const GateannOptions *opts);
 extern char *gateann_tid_string(ItemPointer tid);
 
 /* info.c */

@@ -35,6 +35,7 @@ typedef struct Candidate
 {
 	uint32		id;
 	float		dist;
+	uint32		tiebreak;		/* orders equal distances, see robust_prune */
 	bool		expanded;
 } Candidate;
 
@@ -216,7 +217,18 @@ cmp_candidate(const void *a, const void *b)
 		return -1;
 	if (ca->dist > cb->dist)
 		return 1;
+	if (ca->tiebreak != cb->tiebreak)
+		return ca->tiebreak < cb->tiebreak ? -1 : 1;
 	return (ca->id > cb->id) - (ca->id < cb->id);
+}
+
+/* A hash of (p, id): equal-distance candidates are ordered differently per p */
+static inline uint32
+tiebreak_hash(uint32 p, uint32 id)
+{
+	uint64		h = ((uint64) p << 32 | id) * UINT64CONST(0x9E3779B97F4A7C15);
+
+	return (uint32) (h >> 32);
 }
 
 /*
@@ -234,6 +246,13 @@ robust_prune(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
 				nout = 0,
 				nuniq = 0;
 
+	/*
+	 * Sort by distance; ties by a per-p hash, so that among identical
+	 * vectors every node does not pick the same few ids (which would leave
+	 * the rest without in-edges).
+	 */
+	for (i = 0; i < ncands; i++)
+		cands[i].tiebreak = tiebreak_hash(p, cands[i].id);
 	qsort(cands, ncands, sizeof(Candidate), cmp_candidate);
 	/* drop p itself and duplicates (equal ids sort next to each other) */
 	for (i = 0; i < ncands; i++)
@@ -261,7 +280,13 @@ robust_prune(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
 			float		d = gateann_l2sq(g->vectors + (Size) s->prune_out[j] * g->dims,
 										 ci, g->dims);
 
-			if (alpha * d <= cands[i].dist)
+			/*
+			 * An exact duplicate of p (distance 0) is never occluded:
+			 * otherwise one chosen duplicate would occlude all others
+			 * (alpha * 0 <= 0) and sets of identical vectors would end up
+			 * unreachable from each other.
+			 */
+			if (cands[i].dist > 0 && alpha * d <= cands[i].dist)
 			{
 				occluded = true;
 				break;

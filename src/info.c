@@ -72,8 +72,12 @@ metric_name(int metric)
 Relation
 gateann_open_index(Oid relid)
 {
-	Relation	rel = relation_open(relid, AccessShareLock);
+	Relation	rel = try_relation_open(relid, AccessShareLock);
 
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
 	if (rel->rd_rel->relkind != RELKIND_INDEX ||
 		rel->rd_rel->relam != get_index_am_oid("gateann", false))
 	{
@@ -119,7 +123,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[5] = CStringGetTextDatum(metric_name(meta.metric));
 	values[6] = Int32GetDatum(meta.max_neighbors);
 	values[7] = Int32GetDatum(meta.pq_subspaces);
-	values[8] = Int32GetDatum(opts->tunnel_neighbors);
+	values[8] = Int32GetDatum(Min(opts->tunnel_neighbors, meta.max_neighbors));
 	values[9] = Int64GetDatum(pq_bytes);
 	values[10] = Int64GetDatum(0);	/* neighbor store: engine issue */
 	values[11] = Int64GetDatum(0);	/* filter store: filtering issue */

@@ -50,6 +50,13 @@ typedef struct HeapEntry
 	ItemPointerData tid;
 } HeapEntry;
 
+/* Heap order: distance, then node id so that ties come out deterministically */
+static inline bool
+heap_less(const HeapEntry *a, const HeapEntry *b)
+{
+	return a->dist < b->dist || (a->dist == b->dist && a->id < b->id);
+}
+
 typedef struct MinHeap
 {
 	HeapEntry  *items;
@@ -114,7 +121,7 @@ heap_push(MinHeap *h, HeapEntry e)
 	{
 		int			parent = (i - 1) / 2;
 
-		if (h->items[parent].dist <= e.dist)
+		if (!heap_less(&e, &h->items[parent]))
 			break;
 		h->items[i] = h->items[parent];
 		i = parent;
@@ -135,9 +142,9 @@ heap_pop(MinHeap *h)
 
 		if (child >= h->size)
 			break;
-		if (child + 1 < h->size && h->items[child + 1].dist < h->items[child].dist)
+		if (child + 1 < h->size && heap_less(&h->items[child + 1], &h->items[child]))
 			child++;
-		if (last.dist <= h->items[child].dist)
+		if (!heap_less(&h->items[child], &last))
 			break;
 		h->items[i] = h->items[child];
 		i = child;
