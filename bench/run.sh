@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# gateann benchmark suite entry point (make bench-quick / make bench).
+#   bench/run.sh quick|full|smoke [extra driver.py arguments]
+# From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
+# builds and installs the extension (make -C <repo> install PG_CONFIG=...),
+# starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
+# preset, writes bench/results/<preset>-<timestamp>/ and stops the cluster.
+# Environment:
+#   PG_CONFIG=/usr/bin/pg_config   server to build against and run
+#   BENCH_USE_EXISTING=1           use the server/database of PGHOST, PGPORT,
+#                                  PGUSER, PGDATABASE instead of a throwaway cluster
+#   BENCH_SKIP_BUILD=1             do not build/install the extension
+#   BENCH_RESULTS=DIR              output directory (default bench/results/<preset>-<stamp>)
+#   BENCH_VENV=DIR                 venv location (default bench/.venv)
+#   BENCH_TMPDIR, BENCH_PORT, BENCH_SHARED_BUFFERS, BENCH_PG_CONF, BENCH_KEEP_CLUSTER
+#                                  see bench/cluster.sh
+set -euo pipefail
+preset=${1:-quick}
+shift || true
+BENCH_DIR=$(cd "$(dirname "$0")" && pwd)
+REPO_DIR=$(dirname "$BENCH_DIR")
+export PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+BINDIR=$("$PG_CONFIG" --bindir)
+stamp=$(date +%Y%m%d-%H%M%S)
+OUT=${BENCH_RESULTS:-$BENCH_DIR/results/$preset-$stamp}
+VENV=${BENCH_VENV:-$BENCH_DIR/.venv}
+command_line="bench/run.sh $preset $*"
+[ "${BENCH_USE_EXISTING:-0}" = 1 ] && command_line="BENCH_USE_EXISTING=1 $command_line"
+t0=$(date +%s)
+say() { echo "== bench: $*" >&2; }
+
+# 1. Python environment
+if ! "$VENV/bin/python" -c 'import numpy, psycopg, matplotlib' 2>/dev/null; then
+    say "creating venv $VENV"
+    if ! python3 -m venv "$VENV" 2>/dev/null; then
+        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+            apt-get install -y -q python3-venv python3-pip >&2
+            python3 -m venv "$VENV"
+        else
+            echo "python3 -m venv failed: install python3-venv" >&2; exit 1
+        fi
+    fi
+    "$VENV/bin/pip" install -q --upgrade pip >&2
+    "$VENV/bin/pip" install -q -r "$BENCH_DIR/requirements.txt" >&2
+fi
+
+# 2. build and install the extension
+mkdir -p "$OUT"
+if [ "${BENCH_SKIP_BUILD:-0}" != 1 ] && [ -f "$REPO_DIR/Makefile" ]; then
+    say "building and installing the extension (log: $OUT/build.log)"
+    make -C "$REPO_DIR" -j"$(nproc)" install PG_CONFIG="$PG_CONFIG" >"$OUT/build.log" 2>&1 \
+        || { tail -30 "$OUT/build.log" >&2; echo "extension build failed" >&2; exit 1; }
+fi
+
+# 3. server
+if [ "${BENCH_USE_EXISTING:-0}" = 1 ]; then
+    say "using existing server ${PGHOST:-default}:${PGPORT:-5432} db ${PGDATABASE:-default}"
+else
+    say "starting throwaway cluster"
+    eval "$("$BENCH_DIR/cluster.sh" start)"
+    trap '"$BENCH_DIR/cluster.sh" stop "$BENCH_CLUSTER_DIR"' EXIT
+fi
+
+# 4. driver
+say "running preset $preset -> $OUT"
+"$VENV/bin/python" "$BENCH_DIR/driver.py" --preset "$preset" --out "$OUT" \
+    --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
+[ "$(dirname "$OUT")" = "$BENCH_DIR/results" ] && \
+    ln -sfn "$(basename "$OUT")" "$BENCH_DIR/results/latest-$preset"
+say "done in $(( $(date +%s) - t0 ))s: $OUT/summary.md"

@@ -1,0 +1,132 @@
+"""Query workloads: a filter predicate, how its per-query values are drawn, the
+same predicate as SQL (driver), as a numpy mask (ground truth) and as a pgbench
+script with -D variables (QPS). Add a workload by adding an entry to WORKLOADS
+(and, for a new predicate kind, a branch in each method and a pgbench script)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PRICE_MAX = 1000          # gen.py: price uniform in [0, PRICE_MAX)
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    kind: str = "none"     # none | eq | range | tags_contains | tags_overlap
+    column: str = ""       # filter column
+    nvals: int = 0         # eq: value uniform in 0..nvals-1 (queries spread evenly over classes)
+    width: int = 0         # range: lo uniform in 0..PRICE_MAX-width, column in [lo, lo+width)
+    ntags: int = 0         # tags: tag ids uniform in 0..ntags-1 (0 = most frequent tag)
+    seed: int = 7
+
+    def key(self) -> str:
+        return f"{self.name}-{self.kind}-{self.column}-{self.nvals}-{self.width}-{self.ntags}-{self.seed}"
+
+    @property
+    def nominal_selectivity(self) -> float | None:
+        if self.kind == "none":
+            return 1.0
+        if self.kind == "range":
+            return self.width / PRICE_MAX
+        if self.kind == "eq" and not self.column.startswith("zipf"):
+            return 1.0 / self.nvals
+        return None
+
+    # ---- per-query filter values (deterministic) --------------------------
+    def params(self, nq: int) -> np.ndarray:
+        rng = np.random.default_rng([self.seed, nq, len(self.name)])
+        if self.kind == "none":
+            return np.zeros((nq, 0), np.int64)
+        if self.kind == "eq":
+            return rng.integers(0, self.nvals, (nq, 1))
+        if self.kind == "range":
+            return rng.integers(0, PRICE_MAX - self.width + 1, (nq, 1))
+        if self.kind == "tags_contains":
+            return rng.integers(0, self.ntags, (nq, 1))
+        if self.kind == "tags_overlap":
+            return rng.integers(0, self.ntags, (nq, 2))
+        raise ValueError(self.kind)
+
+    # ---- SQL (psycopg placeholders: %(qid)s, %(v0)s, ...) ------------------
+    def where_sql(self) -> str:
+        c = self.column
+        return {
+            "none": "",
+            "eq": f"WHERE {c} = %(v0)s",
+            "range": f"WHERE {c} >= %(v0)s AND {c} < %(v0)s + {self.width}",
+            "tags_contains": f"WHERE {c} @> ARRAY[%(v0)s]::int4[]",
+            "tags_overlap": f"WHERE {c} && ARRAY[%(v0)s, %(v1)s]::int4[]",
+        }[self.kind]
+
+    def sql(self, table: str, qtable: str, column: str = "embedding", op: str = "<->",
+            k: int = 10) -> str:
+        return (f"SELECT id FROM {table} {self.where_sql()} ORDER BY {column} {op} "
+                f"(SELECT embedding FROM {qtable} WHERE qid = %(qid)s) LIMIT {k}")
+
+    @staticmethod
+    def args(qid: int, row: np.ndarray) -> dict:
+        d = {"qid": int(qid)}
+        d.update({f"v{i}": int(v) for i, v in enumerate(row)})
+        return d
+
+    # ---- numpy mask for ground truth -------------------------------------
+    def mask(self, ds, s: int, e: int, params: np.ndarray) -> np.ndarray | None:
+        """bool (len(params), e-s): rows s..e-1 that match each query's filter."""
+        if self.kind == "none":
+            return None
+        if self.kind in ("eq", "range"):
+            col = np.asarray(ds.col(self.column)[s:e])
+            v = params[:, 0:1]
+            if self.kind == "eq":
+                return col[None, :] == v
+            return (col[None, :] >= v) & (col[None, :] < v + self.width)
+        offs, vals = ds.tags()
+        o = np.asarray(offs[s:e + 1])
+        tv = np.asarray(vals[o[0]:o[-1]])
+        row = np.repeat(np.arange(e - s), np.diff(o))
+        out = np.zeros((len(params), e - s), bool)
+        for t in np.unique(params):
+            has = np.zeros(e - s, bool)
+            has[row[tv == t]] = True
+            if self.kind == "tags_contains":
+                out[params[:, 0] == t] |= has
+            else:
+                out[(params == t).any(1)] |= has
+        return out
+
+    # ---- pgbench ---------------------------------------------------------
+    def pgbench(self, table: str, qtable: str, nq: int, column: str = "embedding",
+                k: int = 10) -> tuple[str, dict]:
+        """(script file name under bench/pgbench/, -D variables)."""
+        v = {"table": table, "column": column, "qtable": qtable, "nq": nq, "k": k}
+        if self.kind == "none":
+            return "knn.sql", v
+        v["fcolumn"] = self.column
+        if self.kind == "eq":
+            return "knn_eq.sql", v | {"nvals": self.nvals}
+        if self.kind == "range":
+            return "knn_range.sql", v | {"range_max": PRICE_MAX, "width": self.width}
+        if self.kind == "tags_contains":
+            return "knn_tags_contains.sql", v | {"ntags": self.ntags}
+        if self.kind == "tags_overlap":
+            return "knn_tags_overlap.sql", v | {"ntags": self.ntags}
+        raise ValueError(self.kind)
+
+
+def _w(*a, **k) -> tuple[str, Workload]:
+    w = Workload(*a, **k)
+    return w.name, w
+
+
+WORKLOADS: dict[str, Workload] = dict([
+    _w("unfiltered"),
+    _w("label10", "eq", "label10", nvals=10),            # uniform, s = 10%
+    _w("label100", "eq", "label100", nvals=100),         # uniform, s = 1%
+    _w("zipf10", "eq", "zipf10", nvals=10),              # Zipf, s = 3.4%..34%
+    *[_w(f"corr_a{a}", "eq", f"corr_a{a}", nvals=10) for a in (0, 25, 50, 75, 100)],
+    *[_w(f"range{p}", "range", "price", width=p * PRICE_MAX // 100) for p in (1, 5, 10, 20, 50)],
+    _w("tags_contains", "tags_contains", "tags", ntags=10),   # tags @> {t}, t among top 10
+    _w("tags_overlap", "tags_overlap", "tags", ntags=100),    # tags && {t1,t2}, top 100
+])
