@@ -107,7 +107,8 @@ check-regress: regress-prep
 ifneq ($(REGRESS),)
 	rm -rf $(REGRESS_OUT)/tmp_instance
 	$(top_builddir)/src/test/regress/pg_regress --bindir='$(bindir)' $(TEMP_LOCALE) \
-	  --temp-instance=$(REGRESS_OUT)/tmp_instance $(REGRESS_OPTS) $(REGRESS)
+	  --temp-instance=$(REGRESS_OUT)/tmp_instance --temp-config=$(srcdir)/test/regress.conf \
+	  $(REGRESS_OPTS) $(REGRESS)
 else
 	@echo "regress: no tests in sql/"
 endif
@@ -116,7 +117,8 @@ check-isolation: regress-prep
 ifneq ($(ISOLATION),)
 	rm -rf $(ISOLATION_OUT)/tmp_instance
 	$(top_builddir)/src/test/isolation/pg_isolation_regress --bindir='$(bindir)' $(TEMP_LOCALE) \
-	  --temp-instance=$(ISOLATION_OUT)/tmp_instance $(ISOLATION_OPTS) $(ISOLATION)
+	  --temp-instance=$(ISOLATION_OUT)/tmp_instance --temp-config=$(srcdir)/test/regress.conf \
+	  $(ISOLATION_OPTS) $(ISOLATION)
 else
 	@echo "isolation: skipped: no specs in test/isolation/specs/"
 endif

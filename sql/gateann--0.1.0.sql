@@ -76,3 +76,6 @@ CREATE FUNCTION gateann_index_info(index regclass,
 	OUT loaded boolean, OUT shared boolean, OUT build_id bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION gateann_prewarm(index regclass) RETURNS bigint
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

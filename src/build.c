@@ -609,6 +609,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	if (RelationNeedsWAL(index))
 		log_newpage_range(index, MAIN_FORKNUM, 0,
 						  RelationGetNumberOfBlocks(index), true);
+	/* scans read node pages from the file directly: put them there now */
+	FlushRelationBuffers(index);
 	report_phase(0, 0);
 
 	MemoryContextSwitchTo(oldcxt);

@@ -30,4 +30,29 @@
 #define gateann_vacuum_delay_point()	vacuum_delay_point()
 #endif
 
+/*
+ * --- io.c: path of a relation's main fork, relative to the data directory
+ * (palloc'd).  PG16 passes a RelFileLocator instead of a RelFileNode; PG18's
+ * relpathbackend() returns a RelPathStr by value instead of a palloc'd
+ * string.
+ */
+#if PG_VERSION_NUM >= 180000
+#define gateann_relpath_main(rel) \
+	pstrdup(relpathbackend((rel)->rd_locator, (rel)->rd_backend, MAIN_FORKNUM).str)
+#elif PG_VERSION_NUM >= 160000
+#define gateann_relpath_main(rel) \
+	relpathbackend((rel)->rd_locator, (rel)->rd_backend, MAIN_FORKNUM)
+#else
+#define gateann_relpath_main(rel) \
+	relpathbackend((rel)->rd_node, (rel)->rd_backend, MAIN_FORKNUM)
+#endif
+/* --- end io.c */
+
+/* PG17 moved the local transaction id into PGPROC.vxid. */
+#if PG_VERSION_NUM >= 170000
+#define GATEANN_MY_LXID()	(MyProc->vxid.lxid)
+#else
+#define GATEANN_MY_LXID()	(MyProc->lxid)
+#endif
+
 #endif							/* GATEANN_COMPAT_H */

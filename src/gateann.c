@@ -7,12 +7,14 @@
 
 #include "gateann.h"
 #include "distance.h"
+#include "shmem.h"
 #include "vector.h"
 
 #include "access/reloptions.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
 #include "catalog/pg_type.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -67,6 +69,9 @@ _PG_init(void)
 							&gateann_max_scan_tuples,
 							20000, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	gateann_shmem_define_gucs();
+	if (process_shared_preload_libraries_in_progress)
+		gateann_shmem_preload_init();
 	MarkGUCPrefixReserved("gateann");
 }
 

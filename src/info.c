@@ -20,6 +20,7 @@
 
 PG_FUNCTION_INFO_V1(gateann_last_scan);
 PG_FUNCTION_INFO_V1(gateann_index_info);
+PG_FUNCTION_INFO_V1(gateann_prewarm);
 
 GateannScanStats gateann_last_scan_stats = {.io_method = "none"};
 
@@ -98,11 +99,13 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	Relation	index;
 	GateannMetaPageData meta;
 	GateannOptions *opts;
-	GateannStore *store;
 	TupleDesc	tupdesc;
 	Datum		values[15];
 	bool		nulls[15] = {0};
-	int64		pq_bytes;
+	int			r_max;
+	bool		loaded,
+				shared = false;
+	Size		bytes;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
@@ -110,10 +113,8 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	index = gateann_open_index(relid);
 	gateann_read_meta(index, &meta);
 	opts = gateann_get_options(index);
-	store = gateann_store_lookup(index, &meta);
-
-	pq_bytes = meta.nnodes > 0 ?
-		(int64) meta.dims * 256 * sizeof(float) + (int64) meta.nnodes * meta.pq_subspaces : 0;
+	r_max = Min(opts->tunnel_neighbors, meta.max_neighbors);
+	loaded = gateann_store_loaded(index, &meta, &shared, &bytes);
 
 	values[0] = Int64GetDatum(meta.nnodes);
 	values[1] = Int64GetDatum((int64) meta.nnodes - meta.ndeleted);
@@ -123,14 +124,34 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[5] = CStringGetTextDatum(metric_name(meta.metric));
 	values[6] = Int32GetDatum(meta.max_neighbors);
 	values[7] = Int32GetDatum(meta.pq_subspaces);
-	values[8] = Int32GetDatum(Min(opts->tunnel_neighbors, meta.max_neighbors));
-	values[9] = Int64GetDatum(pq_bytes);
-	values[10] = Int64GetDatum(0);	/* neighbor store: engine issue */
-	values[11] = Int64GetDatum(0);	/* filter store: filtering issue */
-	values[12] = BoolGetDatum(store != NULL);
-	values[13] = BoolGetDatum(false);
+	values[8] = Int32GetDatum(r_max);
+	values[9] = Int64GetDatum((int64) gateann_store_pq_bytes(meta.nnodes, meta.dims,
+															  meta.pq_subspaces));
+	values[10] = Int64GetDatum((int64) gateann_store_neighbor_bytes(meta.nnodes, r_max));
+	values[11] = Int64GetDatum((int64) gateann_store_filter_bytes(meta.nnodes));
+	values[12] = BoolGetDatum(loaded);
+	values[13] = BoolGetDatum(loaded && shared);
 	values[14] = Int64GetDatum((int64) (meta.build_id & INT64CONST(0x7FFFFFFFFFFFFFFF)));
 
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * gateann_prewarm(regclass): load the in-memory stores now (shared ones
+ * when the library is preloaded) and return their size in bytes.
+ */
+Datum
+gateann_prewarm(PG_FUNCTION_ARGS)
+{
+	Relation	index = gateann_open_index(PG_GETARG_OID(0));
+	GateannMetaPageData meta;
+	GateannStore *store;
+	int64		bytes;
+
+	gateann_read_meta(index, &meta);
+	store = gateann_store_get(index, &meta);
+	bytes = (int64) store->bytes;
+	relation_close(index, AccessShareLock);
+	PG_RETURN_INT64(bytes);
 }

@@ -99,7 +99,16 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	}
 
 	if (newly_deleted > 0)
+	{
 		add_deleted_to_meta(index, newly_deleted);
+
+		/*
+		 * Scans read node pages from the file, bypassing shared buffers:
+		 * write the deleted flags out before VACUUM goes on to free the
+		 * heap TIDs, so no scan can return a TID that gets reused.
+		 */
+		FlushRelationBuffers(index);
+	}
 
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->num_index_tuples = live;

@@ -1,0 +1,507 @@
+/*
+ * shmem.c — the shared registry of in-memory stores.
+ *
+ * The registry is a fixed array in the main shared memory segment (so it
+ * needs shared_preload_libraries), protected by one LWLock.  Each entry
+ * names a store by its key and points at a dynamic shared memory segment
+ * holding it.  The first backend to need a store marks the entry LOADING,
+ * creates and fills the segment without holding the lock, pins it and
+ * marks it READY; backends needing the same store meanwhile sleep on a
+ * condition variable, so a store is loaded once however many backends
+ * start using it together.  If the loading backend fails, the entry is
+ * freed and a waiter takes over.
+ *
+ * Removing a store (eviction under gateann.max_shared_memory, a newer build
+ * of the same index, DROP INDEX, DROP DATABASE) unpins its segment and
+ * bumps the registry's generation; the memory is returned when the last
+ * backend that maps it detaches.  Backends notice the generation change the
+ * next time they look a store up and detach mappings no scan of theirs
+ * still uses.  A mapping is in use from gateann_shmem_get until the end of
+ * the transaction (scans do not outlive it), which is when usage counts are
+ * reset.
+ */
+#include "postgres.h"
+
+#include "shmem.h"
+
+#include "access/xact.h"
+#include "catalog/objectaccess.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_database.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "storage/condition_variable.h"
+#include "storage/dsm.h"
+#include "storage/ipc.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/resowner.h"
+
+#include <signal.h>
+
+#define REGISTRY_ENTRIES	128
+
+typedef enum EntryState
+{
+	ENTRY_FREE = 0,
+	ENTRY_LOADING,
+	ENTRY_READY
+} EntryState;
+
+typedef struct RegistryEntry
+{
+	GateannStoreKey key;
+	EntryState	state;
+	int			loader_pid;
+	dsm_handle	handle;
+	Size		bytes;
+	uint64		last_used;		/* registry clock at last lookup */
+} RegistryEntry;
+
+typedef struct Registry
+{
+	LWLock	   *lock;
+	ConditionVariable cv;		/* broadcast when a load ends */
+	uint64		clock;
+	uint32		generation;		/* bumped whenever a segment is unpinned */
+	RegistryEntry entries[REGISTRY_ENTRIES];
+} Registry;
+
+/* A segment this backend has mapped */
+typedef struct LocalMapping
+{
+	dsm_handle	handle;
+	dsm_segment *seg;
+	int			users;			/* scans of this transaction using it */
+	struct LocalMapping *next;
+} LocalMapping;
+
+int			gateann_max_shared_memory_mb = 1024;
+
+static Registry *registry = NULL;
+static LocalMapping *mappings = NULL;
+static uint32 seen_generation = 0;
+static bool warned_dsm = false;
+
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static object_access_hook_type prev_object_access_hook = NULL;
+
+static bool
+key_equal(const GateannStoreKey *a, const GateannStoreKey *b)
+{
+	return a->dboid == b->dboid && a->spcoid == b->spcoid &&
+		a->relfilenumber == b->relfilenumber && a->indexoid == b->indexoid &&
+		a->build_id == b->build_id && a->nnodes == b->nnodes &&
+		a->tunnel_neighbors == b->tunnel_neighbors;
+}
+
+bool
+gateann_shmem_available(void)
+{
+	return registry != NULL;
+}
+
+static void
+registry_shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(MAXALIGN(sizeof(Registry)));
+	RequestNamedLWLockTranche("gateann", 1);
+}
+
+static void
+registry_shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	registry = ShmemInitStruct("gateann registry", sizeof(Registry), &found);
+	if (!found)
+	{
+		memset(registry, 0, sizeof(Registry));
+		registry->lock = &(GetNamedLWLockTranche("gateann"))->lock;
+		ConditionVariableInit(&registry->cv);
+	}
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/* Unpin an entry's segment and free the entry.  Lock held exclusively. */
+static void
+entry_remove(RegistryEntry *e)
+{
+	if (e->state == ENTRY_READY)
+	{
+		dsm_unpin_segment(e->handle);
+		registry->generation++;
+	}
+	memset(e, 0, sizeof(*e));
+}
+
+void
+gateann_shmem_forget_index(Oid dboid, Oid indexoid)
+{
+	int			i;
+
+	if (registry == NULL)
+		return;
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	for (i = 0; i < REGISTRY_ENTRIES; i++)
+	{
+		RegistryEntry *e = &registry->entries[i];
+
+		if (e->state == ENTRY_READY && e->key.dboid == dboid &&
+			e->key.indexoid == indexoid)
+			entry_remove(e);
+	}
+	LWLockRelease(registry->lock);
+}
+
+void
+gateann_shmem_forget_database(Oid dboid)
+{
+	int			i;
+
+	if (registry == NULL)
+		return;
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	for (i = 0; i < REGISTRY_ENTRIES; i++)
+	{
+		RegistryEntry *e = &registry->entries[i];
+
+		if (e->state == ENTRY_READY && e->key.dboid == dboid)
+			entry_remove(e);
+	}
+	LWLockRelease(registry->lock);
+}
+
+/*
+ * DROP INDEX / DROP DATABASE give the memory back at once.  (A drop that
+ * rolls back just costs a reload on next use.)
+ */
+static void
+registry_object_access(ObjectAccessType access, Oid classId, Oid objectId,
+					   int subId, void *arg)
+{
+	if (prev_object_access_hook)
+		prev_object_access_hook(access, classId, objectId, subId, arg);
+
+	if (access != OAT_DROP)
+		return;
+	if (classId == RelationRelationId && subId == 0)
+		gateann_shmem_forget_index(MyDatabaseId, objectId);
+	else if (classId == DatabaseRelationId)
+		gateann_shmem_forget_database(objectId);
+}
+
+/* At the end of every transaction no scan uses any mapping any more. */
+static void
+registry_xact_callback(XactEvent event, void *arg)
+{
+	LocalMapping *m;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	for (m = mappings; m != NULL; m = m->next)
+		m->users = 0;
+}
+
+void
+gateann_shmem_define_gucs(void)
+{
+	DefineCustomIntVariable("gateann.max_shared_memory",
+							"Shared memory all gateann in-memory stores may use together.",
+							"Least recently used stores are unloaded beyond it.",
+							&gateann_max_shared_memory_mb,
+							1024, 1, INT_MAX / 2,
+							PGC_SIGHUP, GUC_UNIT_MB, NULL, NULL, NULL);
+}
+
+void
+gateann_shmem_preload_init(void)
+{
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = registry_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = registry_shmem_startup;
+	prev_object_access_hook = object_access_hook;
+	object_access_hook = registry_object_access;
+	RegisterXactCallback(registry_xact_callback, NULL);
+}
+
+/* Detach mappings of removed segments that no scan of ours uses. */
+static void
+drop_stale_mappings(void)
+{
+	LocalMapping **prev = &mappings;
+	LocalMapping *m;
+
+	if (registry->generation == seen_generation)
+		return;
+	LWLockAcquire(registry->lock, LW_SHARED);
+	seen_generation = registry->generation;
+	while ((m = *prev) != NULL)
+	{
+		bool		live = false;
+		int			i;
+
+		for (i = 0; i < REGISTRY_ENTRIES && !live; i++)
+			live = registry->entries[i].state == ENTRY_READY &&
+				registry->entries[i].handle == m->handle;
+		if (!live && m->users == 0)
+		{
+			*prev = m->next;
+			dsm_detach(m->seg);
+			pfree(m);
+			continue;
+		}
+		prev = &m->next;
+	}
+	LWLockRelease(registry->lock);
+}
+
+/* Map handle in this backend (for the session) and count a user. */
+static void *
+map_segment(dsm_handle handle)
+{
+	LocalMapping *m;
+	dsm_segment *seg;
+
+	for (m = mappings; m != NULL; m = m->next)
+	{
+		if (m->handle == handle)
+		{
+			m->users++;
+			return dsm_segment_address(m->seg);
+		}
+	}
+	seg = dsm_attach(handle);
+	if (seg == NULL)
+		return NULL;			/* removed meanwhile */
+	dsm_pin_mapping(seg);
+	m = MemoryContextAlloc(TopMemoryContext, sizeof(LocalMapping));
+	m->handle = handle;
+	m->seg = seg;
+	m->users = 1;
+	m->next = mappings;
+	mappings = m;
+	return dsm_segment_address(seg);
+}
+
+static bool
+pid_alive(int pid)
+{
+	return pid > 0 && kill(pid, 0) == 0;
+}
+
+/*
+ * Make room for `bytes` within the budget by removing least recently used
+ * READY entries; false if the store alone exceeds it.  Lock held.
+ */
+static bool
+make_room(Size bytes)
+{
+	Size		budget = (Size) gateann_max_shared_memory_mb * 1024 * 1024;
+
+	if (bytes > budget)
+		return false;
+	for (;;)
+	{
+		Size		used = 0;
+		RegistryEntry *lru = NULL;
+		int			i;
+
+		for (i = 0; i < REGISTRY_ENTRIES; i++)
+		{
+			RegistryEntry *e = &registry->entries[i];
+
+			if (e->state == ENTRY_FREE)
+				continue;
+			used += e->bytes;
+			if (e->state == ENTRY_READY && (lru == NULL || e->last_used < lru->last_used))
+				lru = e;
+		}
+		if (used + bytes <= budget || lru == NULL)
+			return used + bytes <= budget;
+		entry_remove(lru);
+	}
+}
+
+void *
+gateann_shmem_get(const GateannStoreKey *key, Size bytes,
+				  GateannStoreLoader loader, void *arg)
+{
+	RegistryEntry *entry = NULL;
+	dsm_segment *seg;
+	int			i;
+	void	   *addr;
+
+	if (registry == NULL)
+		return NULL;
+	drop_stale_mappings();
+
+	for (;;)
+	{
+		RegistryEntry *free_entry = NULL;
+		bool		wait = false;
+
+		LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+		for (i = 0; i < REGISTRY_ENTRIES; i++)
+		{
+			RegistryEntry *e = &registry->entries[i];
+
+			if (e->state == ENTRY_FREE)
+			{
+				if (free_entry == NULL)
+					free_entry = e;
+				continue;
+			}
+			if (key_equal(&e->key, key))
+			{
+				entry = e;
+				break;
+			}
+			/* an older build or store shape of the same index: drop it */
+			if (e->state == ENTRY_READY && e->key.dboid == key->dboid &&
+				e->key.indexoid == key->indexoid)
+			{
+				entry_remove(e);
+				if (free_entry == NULL)
+					free_entry = e;
+			}
+		}
+
+		if (entry != NULL && entry->state == ENTRY_READY)
+		{
+			dsm_handle	handle = entry->handle;
+
+			entry->last_used = ++registry->clock;
+			LWLockRelease(registry->lock);
+			addr = map_segment(handle);
+			if (addr != NULL)
+				return addr;
+			entry = NULL;
+			continue;			/* evicted between the lock and the attach */
+		}
+		if (entry != NULL && entry->state == ENTRY_LOADING)
+		{
+			if (pid_alive(entry->loader_pid))
+				wait = true;
+			else
+				entry->loader_pid = MyProcPid;	/* loader died: take over */
+		}
+		else
+		{
+			/* not there: claim a slot for loading */
+			if (free_entry == NULL || !make_room(bytes))
+			{
+				LWLockRelease(registry->lock);
+				ereport(NOTICE,
+						(errmsg("gateann: the in-memory stores of this index (%zu MB) do not fit gateann.max_shared_memory (%d MB) or its registry; using a private copy",
+								bytes / (1024 * 1024), gateann_max_shared_memory_mb),
+						 errhint("Raise gateann.max_shared_memory.")));
+				return NULL;
+			}
+			entry = free_entry;
+			entry->key = *key;
+			entry->state = ENTRY_LOADING;
+			entry->loader_pid = MyProcPid;
+			entry->bytes = bytes;
+			entry->last_used = ++registry->clock;
+		}
+
+		if (wait)
+		{
+			ConditionVariablePrepareToSleep(&registry->cv);
+			LWLockRelease(registry->lock);
+			ConditionVariableTimedSleep(&registry->cv, 1000, PG_WAIT_EXTENSION);
+			ConditionVariableCancelSleep();
+			entry = NULL;
+			continue;
+		}
+		LWLockRelease(registry->lock);
+		break;
+	}
+
+	/* We are the loader of `entry`. */
+	seg = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
+	if (seg == NULL)
+	{
+		LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+		memset(entry, 0, sizeof(*entry));
+		LWLockRelease(registry->lock);
+		ConditionVariableBroadcast(&registry->cv);
+		if (!warned_dsm)
+			ereport(WARNING,
+					(errmsg("gateann could not create a dynamic shared memory segment of %zu bytes; using a private copy of the index stores",
+							bytes),
+					 errhint("Raise max_connections-based DSM slots or dynamic_shared_memory limits (e.g. the size of /dev/shm in containers).")));
+		warned_dsm = true;
+		return NULL;
+	}
+
+	PG_TRY();
+	{
+		loader(dsm_segment_address(seg), bytes, arg);
+	}
+	PG_CATCH();
+	{
+		LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+		memset(entry, 0, sizeof(*entry));
+		LWLockRelease(registry->lock);
+		ConditionVariableBroadcast(&registry->cv);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+
+	dsm_pin_segment(seg);
+	dsm_pin_mapping(seg);
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	entry->handle = dsm_segment_handle(seg);
+	entry->state = ENTRY_READY;
+	entry->loader_pid = 0;
+	LWLockRelease(registry->lock);
+	ConditionVariableBroadcast(&registry->cv);
+
+	{
+		LocalMapping *m = MemoryContextAlloc(TopMemoryContext, sizeof(LocalMapping));
+
+		m->handle = dsm_segment_handle(seg);
+		m->seg = seg;
+		m->users = 1;
+		m->next = mappings;
+		mappings = m;
+	}
+	return dsm_segment_address(seg);
+}
+
+bool
+gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes)
+{
+	bool		found = false;
+	int			i;
+
+	if (registry == NULL)
+		return false;
+	LWLockAcquire(registry->lock, LW_SHARED);
+	for (i = 0; i < REGISTRY_ENTRIES; i++)
+	{
+		RegistryEntry *e = &registry->entries[i];
+
+		if (e->state == ENTRY_READY && key_equal(&e->key, key))
+		{
+			*bytes = e->bytes;
+			found = true;
+			break;
+		}
+	}
+	LWLockRelease(registry->lock);
+	return found;
+}

@@ -1,0 +1,67 @@
+/*
+ * shmem.h — where the in-memory stores of an index live.
+ *
+ * With shared_preload_libraries = 'gateann', each index's stores exist once
+ * for all backends, in a dynamic shared memory segment found through a small
+ * registry in the main shared memory segment.  Without it, or when a
+ * segment cannot be created, each backend keeps a private copy.
+ *
+ * A store is identified by the index's physical identity (database,
+ * tablespace, relfilenumber), its build id and node count, and the number of
+ * neighbors per node kept in the neighbor store.  REINDEX, TRUNCATE,
+ * VACUUM FULL (new relfilenumber, new build id) therefore never find a stale
+ * store; stores of dropped indexes and databases, and least recently used
+ * ones past gateann.max_shared_memory, are unpinned and their memory given
+ * back once no backend maps them.
+ */
+#ifndef GATEANN_SHMEM_H
+#define GATEANN_SHMEM_H
+
+#include "gateann.h"
+
+/* GUC gateann.max_shared_memory, in MB */
+extern int	gateann_max_shared_memory_mb;
+
+/* Is the registry available (library preloaded)? */
+extern bool gateann_shmem_available(void);
+
+/* From _PG_init: always, and when loaded through shared_preload_libraries. */
+extern void gateann_shmem_define_gucs(void);
+extern void gateann_shmem_preload_init(void);
+
+/* Identity of a store */
+typedef struct GateannStoreKey
+{
+	Oid			dboid;
+	Oid			spcoid;
+	Oid			relfilenumber;
+	Oid			indexoid;
+	uint64		build_id;
+	uint32		nnodes;
+	int32		tunnel_neighbors;
+} GateannStoreKey;
+
+/*
+ * Fill `bytes` of memory for `key` (the caller's loader), returning false
+ * if it could not (then the store is not published).
+ */
+typedef void (*GateannStoreLoader) (void *dest, Size bytes, void *arg);
+
+/*
+ * The shared copy of the store for key: mapped into this backend, loaded by
+ * `loader` (by exactly one backend, others wait) if nobody has it yet.
+ * Returns NULL if shared memory cannot be used (not preloaded, segment
+ * creation failed: then a WARNING was raised once); the caller keeps a
+ * private copy instead.
+ */
+extern void *gateann_shmem_get(const GateannStoreKey *key, Size bytes,
+							   GateannStoreLoader loader, void *arg);
+
+/* Is a shared store for key loaded (for gateann_index_info)?  Its size. */
+extern bool gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes);
+
+/* Forget every shared store of this index / database (DROP). */
+extern void gateann_shmem_forget_index(Oid dboid, Oid indexoid);
+extern void gateann_shmem_forget_database(Oid dboid);
+
+#endif							/* GATEANN_SHMEM_H */
