@@ -88,6 +88,32 @@ PRESETS: dict[str, dict] = {
             },
         },
     },
+    # the SSD read path (engine issue): 1M x 128 at L = 100, synchronous
+    # buffer-manager reads vs io_uring with 1, 4, 16 reads in flight, and pread
+    "io": {
+        "datasets": [{"n": 1_000_000, "dim": 128}],
+        "workloads": ["unfiltered"],
+        "queries": 200,
+        "clients": [1, 2],
+        "pgbench_seconds": 10,
+        "engines": {
+            "exact": {"queries": 10, "clients": [1], "pgbench_seconds": 3},
+            "gateann": {
+                "index_columns": ["embedding"],
+                "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
+                                  "alpha": 1.2},
+                "runs": [
+                    {"sweep": {"gateann.io_method": ["buffer"],
+                               "gateann.search_list_size": [100]}},
+                    {"sweep": {"gateann.io_method": ["io_uring"],
+                               "gateann.io_width": [1, 4, 16],
+                               "gateann.search_list_size": [100]}},
+                    {"sweep": {"gateann.io_method": ["pread"],
+                               "gateann.search_list_size": [100]}},
+                ],
+            },
+        },
+    },
     # a smoke test of the harness itself (seconds)
     "smoke": {
         "datasets": [{"n": 10_000, "dim": 32, "intrinsic": 8, "nq": 200}],

@@ -35,7 +35,7 @@ SELECT a = (SELECT array_agg(x ORDER BY x) FROM unnest(a) x) AS ascending,
                  ORDER BY v <-> '{1,2,3,4,5,6,7,8}' LIMIT 50) s) t;
 
 SELECT visited >= 5 AS visited_some, returned, exact_distances >= returned AS exact_ok,
-       pq_distances > 0 AS used_pq, io_method
+       pq_distances > 0 AS used_pq, io_method IN ('io_uring', 'pread', 'buffer') AS io_ok
   FROM gateann_last_scan();
 
 -- recall@10 against exact search over 20 queries

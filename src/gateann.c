@@ -7,6 +7,7 @@
 
 #include "gateann.h"
 #include "distance.h"
+#include "io.h"
 #include "shmem.h"
 #include "vector.h"
 
@@ -69,6 +70,7 @@ _PG_init(void)
 							&gateann_max_scan_tuples,
 							20000, 1, INT_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	gateann_io_define_gucs();
 	gateann_shmem_define_gucs();
 	if (process_shared_preload_libraries_in_progress)
 		gateann_shmem_preload_init();

@@ -105,17 +105,6 @@ gateann_graph_array_bytes(uint32 n, int R)
 					   sizeof(uint16) + sizeof(uint32));
 }
 
-Size
-gateann_graph_memory(uint32 n, int R, int L)
-{
-	Size		sz = gateann_graph_array_bytes(n, R);
-
-	sz += (Size) n * sizeof(uint32);	/* visit stamps */
-	sz += (Size) (L + 8 * L + 9 * L + 2 * gateann_graph_capacity(R)) *
-		(sizeof(Candidate) + 1);
-	return sz;
-}
-
 /* Insert c into the sorted pool of at most L entries: its position, or -1. */
 static int
 pool_insert(Candidate *pool, int *size, int L, Candidate c)

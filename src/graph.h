@@ -31,9 +31,6 @@ extern int	gateann_graph_capacity(int R);
 /* Bytes of the shared arrays (adj, degree, order) for n nodes. */
 extern Size gateann_graph_array_bytes(uint32 n, int R);
 
-/* Bytes the whole build needs per node, arrays and per-process scratch. */
-extern Size gateann_graph_memory(uint32 n, int R, int L);
-
 /*
  * Set up a graph whose adj, degree, order (and locks, if parallel) point at
  * allocated memory: empty lists, medoid entry point, a deterministic

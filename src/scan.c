@@ -1,34 +1,48 @@
 /*
  * scan.c — ORDER BY vector <op> query scans.
  *
- * Best-first search (DiskANN's beam search with width 1): a frontier of at
- * most L candidates ordered by PQ distance; the best unexpanded one is
- * fetched, its exact distance computed from the full vector in its record,
- * and its neighbors' PQ distances pushed into the frontier.  When no
- * unexpanded candidate is left, every expanded node is a result, returned in
- * ascending exact distance.
+ * The search is GateANN's Algorithm 1 (papers/000) without the filter
+ * decision, which the filtering work adds at the one marked place:
  *
- * Streaming (SPEC §4.5): when those results run out — the executor filtered
- * rows away or LIMIT exceeds L — the search resumes from where it stopped
- * with twice the list size, refilling the frontier from candidates it had
- * pushed out, until gateann.max_scan_tuples nodes were expanded or the
- * graph is exhausted.  Rows of one round come in exact order; a later round
- * may find rows closer than some already returned (like pgvector's
- * relaxed_order).
+ *   frontier   at most L candidates ordered by PQ distance (PQ codes from
+ *              the in-memory store, store.c)
+ *   dispatch   while fewer than W = gateann.io_width reads are in flight,
+ *              take the best undispatched candidate and issue an
+ *              asynchronous read of its record (io.c)
+ *   completion for each landed record: exact distance from its
+ *              full-precision vector into the result set, its full neighbor
+ *              list into the frontier by PQ distance
  *
- * Pages are read synchronously through the buffer manager in this version.
+ * A round ends when no undispatched candidate is left and nothing is in
+ * flight; every completed node is then a result, returned in ascending exact
+ * distance.  Completions are applied in dispatch order (a small reorder
+ * window holds records that land early), so the rows a scan returns do not
+ * depend on device timing: every gateann.io_method gives the same rows at
+ * equal L and W.
+ *
+ * Streaming (SPEC §4.5): when the results of a round run out (the executor
+ * filtered rows away, or LIMIT exceeds L) the search resumes with twice the
+ * list size, refilling the frontier from candidates it had pushed out, until
+ * gateann.max_scan_tuples nodes were read or the graph is exhausted.  Rows of
+ * one round come in exact order; a later round may find rows closer than
+ * some already returned (like pgvector's relaxed_order).
+ *
+ * Records are read straight from the index's files (the build and VACUUM
+ * flush their pages before finishing); a page that fails validation, a read
+ * that fails, or a record whose node id is not the one asked for, is re-read
+ * through the buffer manager.
  */
 #include "postgres.h"
 
 #include "gateann.h"
 #include "distance.h"
 #include "filter.h"
+#include "io.h"
 #include "page.h"
 #include "store.h"
 #include "vector.h"
 
 #include "access/relscan.h"
-#include "executor/instrument.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "utils/memutils.h"
@@ -39,7 +53,7 @@ typedef struct FrontierEntry
 {
 	float		dist;			/* PQ distance */
 	uint32		id;
-	bool		expanded;
+	bool		expanded;		/* dispatched: read issued or done */
 } FrontierEntry;
 
 /* Min-heap element, used for results (exact) and evicted candidates (PQ) */
@@ -80,7 +94,6 @@ typedef struct GateannScanOpaqueData
 
 	float	   *query;
 	float	   *table;			/* PQ distance table */
-	char	   *record;			/* record buffer */
 
 	/* IS [NOT] NULL keys on filter columns */
 	int			nnullkeys;
@@ -96,12 +109,26 @@ typedef struct GateannScanOpaqueData
 	uint8	   *visited;		/* bitmap over node ids */
 	int64		expanded;
 
-	/* buffer usage at scan start, for reads/buffer_hits */
-	int64		blks_read_start;
-	int64		blks_hit_start;
+	/* reads */
+	GateannIo  *io;
+	int			width;
+	uint64		next_seq;		/* dispatch sequence number of the next read */
+	uint64		head_seq;		/* next one to apply */
+	struct PendingRead *pending;	/* reorder window, width entries */
+	int64		rereads;		/* records re-read through the buffer manager */
+
 } GateannScanOpaqueData;
 
 typedef GateannScanOpaqueData *GateannScanOpaque;
+
+/* A dispatched read, until it is applied */
+typedef struct PendingRead
+{
+	uint32		id;
+	bool		landed;
+	bool		valid;			/* record holds the record read from the file */
+	char	   *record;			/* record_size bytes */
+} PendingRead;
 
 static void
 heap_push(MinHeap *h, HeapEntry e)
@@ -240,9 +267,41 @@ record_passes_null_keys(GateannScanOpaque so, const char *rec)
 	return true;
 }
 
-/* Fetch a node's record, add it to the results, push its neighbors. */
+/*
+ * Copy node id's record out of pages read from the file, checking that they
+ * are valid node pages holding that node; false means "re-read it".
+ */
+static bool
+record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data,
+				  char *dst)
+{
+	const GateannMetaPageData *meta = &so->meta;
+	GateannRecordLoc loc = gateann_record_location(meta, id);
+	int			npages = meta->pages_per_record;
+	uint32		remaining = meta->record_size;
+	uint32		offset = loc.offset;
+	int			i;
+
+	if (blkno != loc.block || !gateann_io_pages_valid(data, blkno, npages))
+		return false;
+	for (i = 0; i < npages; i++)
+	{
+		Page		page = (Page) (data + (Size) i * BLCKSZ);
+		uint32		chunk = Min(remaining, (uint32) GATEANN_PAGE_CAPACITY - offset);
+
+		if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
+			return false;
+		memcpy(dst, PageGetContents(page) + offset, chunk);
+		dst += chunk;
+		remaining -= chunk;
+		offset = 0;
+	}
+	return GateannRecordHeader(dst - meta->record_size)->node_id == id;
+}
+
+/* Apply a landed record: result set, then its neighbors into the frontier. */
 static void
-expand_node(IndexScanDesc scan, uint32 id)
+apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 	GateannNodeHeader *hdr;
@@ -250,24 +309,28 @@ expand_node(IndexScanDesc scan, uint32 id)
 	int			i;
 	int			nn;
 
-	gateann_read_record(scan->indexRelation, &so->meta, id, so->record, NULL);
-	hdr = GateannRecordHeader(so->record);
+	if (!p->valid)
+	{
+		/* not (validly) on disk: the buffer manager has the truth */
+		gateann_read_record(scan->indexRelation, &so->meta, id, p->record, NULL);
+		so->rereads++;
+	}
+	hdr = GateannRecordHeader(p->record);
 	if (hdr->node_id != id)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("gateann index \"%s\": record of node %u holds node %u",
 						RelationGetRelationName(scan->indexRelation), id, hdr->node_id),
 				 errhint("REINDEX the index.")));
-	so->expanded++;
 	gateann_last_scan_stats.visited++;
 
 	if (!(hdr->flags & GATEANN_NODE_DELETED) &&
-		(so->nnullkeys == 0 || record_passes_null_keys(so, so->record)))
+		(so->nnullkeys == 0 || record_passes_null_keys(so, p->record)))
 	{
 		HeapEntry	r;
 
 		r.dist = gateann_internal_distance(so->metric, so->query,
-										   GateannRecordVector(&so->meta, so->record),
+										   GateannRecordVector(&so->meta, p->record),
 										   so->meta.dims);
 		r.id = id;
 		r.tid = hdr->heap_tid;
@@ -275,7 +338,7 @@ expand_node(IndexScanDesc scan, uint32 id)
 		heap_push(&so->results, r);
 	}
 
-	nbrs = GateannRecordNeighbors(&so->meta, so->record);
+	nbrs = GateannRecordNeighbors(&so->meta, p->record);
 	nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
 	for (i = 0; i < nn; i++)
 	{
@@ -287,9 +350,52 @@ expand_node(IndexScanDesc scan, uint32 id)
 	}
 }
 
+/* Issue reads for the best undispatched candidates while W allows. */
+static void
+dispatch(GateannScanOpaque so)
+{
+	while (gateann_io_inflight(so->io) < so->width &&
+		   so->next_seq - so->head_seq < (uint64) so->width)
+	{
+		int			i;
+		uint32		id;
+		PendingRead *p;
+		GateannRecordLoc loc;
+
+		for (i = so->first_unexpanded; i < so->fsize; i++)
+			if (!so->frontier[i].expanded)
+				break;
+		so->first_unexpanded = i;
+		if (i >= so->fsize)
+			return;
+		if (so->expanded >= gateann_max_scan_tuples)
+		{
+			so->exhausted = true;
+			return;
+		}
+		id = so->frontier[i].id;
+
+		/*
+		 * Here the filtering work decides: read the node, or tunnel through
+		 * it with the in-memory neighbor store.
+		 */
+		loc = gateann_record_location(&so->meta, id);
+		if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
+							   so->next_seq))
+			return;
+		so->frontier[i].expanded = true;
+		so->expanded++;
+		p = &so->pending[so->next_seq % so->width];
+		p->id = id;
+		p->landed = false;
+		p->valid = false;
+		so->next_seq++;
+	}
+}
+
 /*
- * Expand until no unexpanded candidate is left in the frontier or the
- * max_scan_tuples budget is spent.
+ * Run the pipeline until no undispatched candidate is left in the frontier
+ * and every read has been applied (or the max_scan_tuples budget is spent).
  */
 static void
 search_round(IndexScanDesc scan)
@@ -298,24 +404,30 @@ search_round(IndexScanDesc scan)
 
 	for (;;)
 	{
-		int			i;
-		uint32		id;
+		uint64		tag;
+		BlockNumber blkno;
+		char	   *data;
+		PendingRead *p;
 
-		for (i = so->first_unexpanded; i < so->fsize; i++)
-			if (!so->frontier[i].expanded)
-				break;
-		so->first_unexpanded = i;
-		if (i >= so->fsize)
-			break;
-		if (so->expanded >= gateann_max_scan_tuples)
-		{
-			so->exhausted = true;
-			break;
-		}
 		CHECK_FOR_INTERRUPTS();
-		so->frontier[i].expanded = true;
-		id = so->frontier[i].id;
-		expand_node(scan, id);
+		dispatch(so);
+		if (so->head_seq == so->next_seq)
+			break;				/* nothing dispatched, nothing pending */
+
+		/* apply, in dispatch order, whatever has landed */
+		p = &so->pending[so->head_seq % so->width];
+		if (p->landed)
+		{
+			apply_record(scan, p->id, p);
+			so->head_seq++;
+			continue;
+		}
+		if (!gateann_io_next(so->io, true, &tag, &blkno, &data))
+			elog(ERROR, "gateann: read of node %u was lost", p->id);
+		p = &so->pending[tag % so->width];
+		p->landed = true;
+		p->valid = data != NULL &&
+			record_from_pages(so, p->id, blkno, data, p->record);
 	}
 }
 
@@ -430,7 +542,17 @@ begin_search(IndexScanDesc scan)
 	gateann_pq_distance_table(&so->store->pq, so->query,
 							  so->metric == GATEANN_METRIC_L2 ? GATEANN_PQ_L2 : GATEANN_PQ_IP,
 							  so->table);
-	so->record = palloc(so->meta.record_size);
+	so->io = gateann_io_open(index, so->meta.pages_per_record);
+	so->width = gateann_io_width_of(so->io);
+	so->pending = palloc0(sizeof(PendingRead) * so->width);
+	{
+		int			i;
+
+		for (i = 0; i < so->width; i++)
+			so->pending[i].record = palloc(so->meta.record_size);
+	}
+	so->next_seq = so->head_seq = 0;
+	so->rereads = 0;
 	so->visited = palloc_extended((so->meta.nnodes + 7) / 8,
 								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	so->L = Max(gateann_search_list_size, 1);
@@ -475,6 +597,11 @@ gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 	if (orderbys && scan->numberOfOrderBys > 0)
 		memmove(scan->orderByData, orderbys, scan->numberOfOrderBys * sizeof(ScanKeyData));
 
+	if (so->io)
+	{
+		gateann_io_close(so->io);
+		so->io = NULL;
+	}
 	MemoryContextReset(so->cxt);
 	so->initialized = false;
 	so->store = NULL;
@@ -482,18 +609,19 @@ gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 	memset(&so->results, 0, sizeof(MinHeap));
 
 	memset(&gateann_last_scan_stats, 0, sizeof(GateannScanStats));
-	gateann_last_scan_stats.io_method = "buffer";
-	so->blks_read_start = pgBufferUsage.shared_blks_read + pgBufferUsage.local_blks_read;
-	so->blks_hit_start = pgBufferUsage.shared_blks_hit + pgBufferUsage.local_blks_hit;
+	gateann_last_scan_stats.io_method = "none";
 }
 
 static void
 update_io_stats(GateannScanOpaque so)
 {
-	gateann_last_scan_stats.reads = pgBufferUsage.shared_blks_read +
-		pgBufferUsage.local_blks_read - so->blks_read_start;
-	gateann_last_scan_stats.buffer_hits = pgBufferUsage.shared_blks_hit +
-		pgBufferUsage.local_blks_hit - so->blks_hit_start;
+	if (so->io == NULL)
+		return;
+	gateann_last_scan_stats.reads = gateann_io_pages_read(so->io);
+	gateann_last_scan_stats.buffer_hits = gateann_io_buffer_pages(so->io) +
+		so->rereads * so->meta.pages_per_record;
+	gateann_last_scan_stats.io_wait_us = gateann_io_wait_us(so->io);
+	gateann_last_scan_stats.io_method = gateann_io_method_name(so->io);
 }
 
 bool
@@ -543,6 +671,8 @@ gateann_endscan(IndexScanDesc scan)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 
+	if (so->io)
+		gateann_io_close(so->io);
 	MemoryContextDelete(so->cxt);
 	pfree(so);
 	scan->opaque = NULL;
