@@ -145,7 +145,7 @@ entry_remove(RegistryEntry *e)
 }
 
 void
-gateann_shmem_forget_index(Oid dboid, Oid indexoid)
+gateann_shmem_forget(Oid dboid, Oid indexoid)
 {
 	int			i;
 
@@ -157,25 +157,7 @@ gateann_shmem_forget_index(Oid dboid, Oid indexoid)
 		RegistryEntry *e = &registry->entries[i];
 
 		if (e->state == ENTRY_READY && e->key.dboid == dboid &&
-			e->key.indexoid == indexoid)
-			entry_remove(e);
-	}
-	LWLockRelease(registry->lock);
-}
-
-void
-gateann_shmem_forget_database(Oid dboid)
-{
-	int			i;
-
-	if (registry == NULL)
-		return;
-	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
-	for (i = 0; i < REGISTRY_ENTRIES; i++)
-	{
-		RegistryEntry *e = &registry->entries[i];
-
-		if (e->state == ENTRY_READY && e->key.dboid == dboid)
+			(!OidIsValid(indexoid) || e->key.indexoid == indexoid))
 			entry_remove(e);
 	}
 	LWLockRelease(registry->lock);
@@ -195,9 +177,9 @@ registry_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (access != OAT_DROP)
 		return;
 	if (classId == RelationRelationId && subId == 0)
-		gateann_shmem_forget_index(MyDatabaseId, objectId);
+		gateann_shmem_forget(MyDatabaseId, objectId);
 	else if (classId == DatabaseRelationId)
-		gateann_shmem_forget_database(objectId);
+		gateann_shmem_forget(objectId, InvalidOid);
 }
 
 /* At the end of every transaction no scan uses any mapping any more. */

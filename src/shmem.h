@@ -60,8 +60,8 @@ extern void *gateann_shmem_get(const GateannStoreKey *key, Size bytes,
 /* Is a shared store for key loaded (for gateann_index_info)?  Its size. */
 extern bool gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes);
 
-/* Forget every shared store of this index / database (DROP). */
-extern void gateann_shmem_forget_index(Oid dboid, Oid indexoid);
-extern void gateann_shmem_forget_database(Oid dboid);
+/* Forget the shared stores of an index (DROP), or with InvalidOid of every
+ * index of the database (DROP DATABASE). */
+extern void gateann_shmem_forget(Oid dboid, Oid indexoid);
 
 #endif							/* GATEANN_SHMEM_H */
