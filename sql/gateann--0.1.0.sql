@@ -36,25 +36,222 @@ CREATE OPERATOR CLASS float4_cosine_ops FOR TYPE real[] USING gateann AS
 	OPERATOR 3 <=> (real[], real[]) FOR ORDER BY float_ops;
 
 -- filter column operator classes: the values are stored in the index for
--- filtering; this version keeps copies only (WHERE clauses on them are
--- applied by the executor above the scan)
+-- filtering; WHERE clauses with these operators become index conditions.
+-- Strategy numbers (the C code relies on them): 1 <, 2 <=, 3 =, 4 >=, 5 >
+-- (scalar types), 6 && (overlap), 7 @> (contains), 8 <@ (contained by)
+-- (arrays); all of purpose search, so strategies 1-3 here are not the
+-- ORDER BY (metric) strategies of the vector classes above: tell them apart by
+-- pg_amop.amoppurpose.  No support functions: comparison functions come from
+-- the type cache.  "col = ANY(array)" uses the = operator (amsearcharray;
+-- PostgreSQL 15's planner leaves it out of an ORDER BY scan on a later column).
 
-CREATE OPERATOR CLASS int2_filter_ops DEFAULT FOR TYPE int2 USING gateann AS STORAGE int2;
-CREATE OPERATOR CLASS int4_filter_ops DEFAULT FOR TYPE int4 USING gateann AS STORAGE int4;
-CREATE OPERATOR CLASS int8_filter_ops DEFAULT FOR TYPE int8 USING gateann AS STORAGE int8;
-CREATE OPERATOR CLASS float4_filter_ops DEFAULT FOR TYPE float4 USING gateann AS STORAGE float4;
-CREATE OPERATOR CLASS float8_filter_ops DEFAULT FOR TYPE float8 USING gateann AS STORAGE float8;
-CREATE OPERATOR CLASS numeric_filter_ops DEFAULT FOR TYPE numeric USING gateann AS STORAGE numeric;
-CREATE OPERATOR CLASS date_filter_ops DEFAULT FOR TYPE date USING gateann AS STORAGE date;
-CREATE OPERATOR CLASS timestamp_filter_ops DEFAULT FOR TYPE timestamp USING gateann AS STORAGE timestamp;
-CREATE OPERATOR CLASS timestamptz_filter_ops DEFAULT FOR TYPE timestamptz USING gateann AS STORAGE timestamptz;
-CREATE OPERATOR CLASS bool_filter_ops DEFAULT FOR TYPE bool USING gateann AS STORAGE bool;
-CREATE OPERATOR CLASS text_filter_ops DEFAULT FOR TYPE text USING gateann AS STORAGE text;
-CREATE OPERATOR CLASS uuid_filter_ops DEFAULT FOR TYPE uuid USING gateann AS STORAGE uuid;
-CREATE OPERATOR CLASS int2_array_filter_ops DEFAULT FOR TYPE int2[] USING gateann AS STORAGE int2[];
-CREATE OPERATOR CLASS int4_array_filter_ops DEFAULT FOR TYPE int4[] USING gateann AS STORAGE int4[];
-CREATE OPERATOR CLASS int8_array_filter_ops DEFAULT FOR TYPE int8[] USING gateann AS STORAGE int8[];
-CREATE OPERATOR CLASS text_array_filter_ops DEFAULT FOR TYPE text[] USING gateann AS STORAGE text[];
+-- integers, with the cross-type comparisons of btree integer_ops
+CREATE OPERATOR FAMILY gateann_integer_ops USING gateann;
+CREATE OPERATOR CLASS int2_filter_ops DEFAULT FOR TYPE int2 USING gateann
+	FAMILY gateann_integer_ops AS
+	OPERATOR 1 < (int2, int2),
+	OPERATOR 2 <= (int2, int2),
+	OPERATOR 3 = (int2, int2),
+	OPERATOR 4 >= (int2, int2),
+	OPERATOR 5 > (int2, int2);
+CREATE OPERATOR CLASS int4_filter_ops DEFAULT FOR TYPE int4 USING gateann
+	FAMILY gateann_integer_ops AS
+	OPERATOR 1 < (int4, int4),
+	OPERATOR 2 <= (int4, int4),
+	OPERATOR 3 = (int4, int4),
+	OPERATOR 4 >= (int4, int4),
+	OPERATOR 5 > (int4, int4);
+CREATE OPERATOR CLASS int8_filter_ops DEFAULT FOR TYPE int8 USING gateann
+	FAMILY gateann_integer_ops AS
+	OPERATOR 1 < (int8, int8),
+	OPERATOR 2 <= (int8, int8),
+	OPERATOR 3 = (int8, int8),
+	OPERATOR 4 >= (int8, int8),
+	OPERATOR 5 > (int8, int8);
+ALTER OPERATOR FAMILY gateann_integer_ops USING gateann ADD
+	OPERATOR 1 < (int2, int4),
+	OPERATOR 2 <= (int2, int4),
+	OPERATOR 3 = (int2, int4),
+	OPERATOR 4 >= (int2, int4),
+	OPERATOR 5 > (int2, int4),
+	OPERATOR 1 < (int2, int8),
+	OPERATOR 2 <= (int2, int8),
+	OPERATOR 3 = (int2, int8),
+	OPERATOR 4 >= (int2, int8),
+	OPERATOR 5 > (int2, int8),
+	OPERATOR 1 < (int4, int2),
+	OPERATOR 2 <= (int4, int2),
+	OPERATOR 3 = (int4, int2),
+	OPERATOR 4 >= (int4, int2),
+	OPERATOR 5 > (int4, int2),
+	OPERATOR 1 < (int4, int8),
+	OPERATOR 2 <= (int4, int8),
+	OPERATOR 3 = (int4, int8),
+	OPERATOR 4 >= (int4, int8),
+	OPERATOR 5 > (int4, int8),
+	OPERATOR 1 < (int8, int2),
+	OPERATOR 2 <= (int8, int2),
+	OPERATOR 3 = (int8, int2),
+	OPERATOR 4 >= (int8, int2),
+	OPERATOR 5 > (int8, int2),
+	OPERATOR 1 < (int8, int4),
+	OPERATOR 2 <= (int8, int4),
+	OPERATOR 3 = (int8, int4),
+	OPERATOR 4 >= (int8, int4),
+	OPERATOR 5 > (int8, int4);
+
+-- floats, with the cross-type comparisons of btree float_ops
+CREATE OPERATOR FAMILY gateann_float_ops USING gateann;
+CREATE OPERATOR CLASS float4_filter_ops DEFAULT FOR TYPE float4 USING gateann
+	FAMILY gateann_float_ops AS
+	OPERATOR 1 < (float4, float4),
+	OPERATOR 2 <= (float4, float4),
+	OPERATOR 3 = (float4, float4),
+	OPERATOR 4 >= (float4, float4),
+	OPERATOR 5 > (float4, float4);
+CREATE OPERATOR CLASS float8_filter_ops DEFAULT FOR TYPE float8 USING gateann
+	FAMILY gateann_float_ops AS
+	OPERATOR 1 < (float8, float8),
+	OPERATOR 2 <= (float8, float8),
+	OPERATOR 3 = (float8, float8),
+	OPERATOR 4 >= (float8, float8),
+	OPERATOR 5 > (float8, float8);
+ALTER OPERATOR FAMILY gateann_float_ops USING gateann ADD
+	OPERATOR 1 < (float4, float8),
+	OPERATOR 2 <= (float4, float8),
+	OPERATOR 3 = (float4, float8),
+	OPERATOR 4 >= (float4, float8),
+	OPERATOR 5 > (float4, float8),
+	OPERATOR 1 < (float8, float4),
+	OPERATOR 2 <= (float8, float4),
+	OPERATOR 3 = (float8, float4),
+	OPERATOR 4 >= (float8, float4),
+	OPERATOR 5 > (float8, float4);
+
+-- numeric
+CREATE OPERATOR FAMILY gateann_numeric_ops USING gateann;
+CREATE OPERATOR CLASS numeric_filter_ops DEFAULT FOR TYPE numeric USING gateann
+	FAMILY gateann_numeric_ops AS
+	OPERATOR 1 < (numeric, numeric),
+	OPERATOR 2 <= (numeric, numeric),
+	OPERATOR 3 = (numeric, numeric),
+	OPERATOR 4 >= (numeric, numeric),
+	OPERATOR 5 > (numeric, numeric);
+
+-- date/time, with the cross-type comparisons of btree datetime_ops
+CREATE OPERATOR FAMILY gateann_datetime_ops USING gateann;
+CREATE OPERATOR CLASS date_filter_ops DEFAULT FOR TYPE date USING gateann
+	FAMILY gateann_datetime_ops AS
+	OPERATOR 1 < (date, date),
+	OPERATOR 2 <= (date, date),
+	OPERATOR 3 = (date, date),
+	OPERATOR 4 >= (date, date),
+	OPERATOR 5 > (date, date);
+CREATE OPERATOR CLASS timestamp_filter_ops DEFAULT FOR TYPE timestamp USING gateann
+	FAMILY gateann_datetime_ops AS
+	OPERATOR 1 < (timestamp, timestamp),
+	OPERATOR 2 <= (timestamp, timestamp),
+	OPERATOR 3 = (timestamp, timestamp),
+	OPERATOR 4 >= (timestamp, timestamp),
+	OPERATOR 5 > (timestamp, timestamp);
+CREATE OPERATOR CLASS timestamptz_filter_ops DEFAULT FOR TYPE timestamptz USING gateann
+	FAMILY gateann_datetime_ops AS
+	OPERATOR 1 < (timestamptz, timestamptz),
+	OPERATOR 2 <= (timestamptz, timestamptz),
+	OPERATOR 3 = (timestamptz, timestamptz),
+	OPERATOR 4 >= (timestamptz, timestamptz),
+	OPERATOR 5 > (timestamptz, timestamptz);
+ALTER OPERATOR FAMILY gateann_datetime_ops USING gateann ADD
+	OPERATOR 1 < (date, timestamp),
+	OPERATOR 2 <= (date, timestamp),
+	OPERATOR 3 = (date, timestamp),
+	OPERATOR 4 >= (date, timestamp),
+	OPERATOR 5 > (date, timestamp),
+	OPERATOR 1 < (date, timestamptz),
+	OPERATOR 2 <= (date, timestamptz),
+	OPERATOR 3 = (date, timestamptz),
+	OPERATOR 4 >= (date, timestamptz),
+	OPERATOR 5 > (date, timestamptz),
+	OPERATOR 1 < (timestamp, date),
+	OPERATOR 2 <= (timestamp, date),
+	OPERATOR 3 = (timestamp, date),
+	OPERATOR 4 >= (timestamp, date),
+	OPERATOR 5 > (timestamp, date),
+	OPERATOR 1 < (timestamp, timestamptz),
+	OPERATOR 2 <= (timestamp, timestamptz),
+	OPERATOR 3 = (timestamp, timestamptz),
+	OPERATOR 4 >= (timestamp, timestamptz),
+	OPERATOR 5 > (timestamp, timestamptz),
+	OPERATOR 1 < (timestamptz, date),
+	OPERATOR 2 <= (timestamptz, date),
+	OPERATOR 3 = (timestamptz, date),
+	OPERATOR 4 >= (timestamptz, date),
+	OPERATOR 5 > (timestamptz, date),
+	OPERATOR 1 < (timestamptz, timestamp),
+	OPERATOR 2 <= (timestamptz, timestamp),
+	OPERATOR 3 = (timestamptz, timestamp),
+	OPERATOR 4 >= (timestamptz, timestamp),
+	OPERATOR 5 > (timestamptz, timestamp);
+
+-- bool
+CREATE OPERATOR FAMILY gateann_bool_ops USING gateann;
+CREATE OPERATOR CLASS bool_filter_ops DEFAULT FOR TYPE bool USING gateann
+	FAMILY gateann_bool_ops AS
+	OPERATOR 1 < (bool, bool),
+	OPERATOR 2 <= (bool, bool),
+	OPERATOR 3 = (bool, bool),
+	OPERATOR 4 >= (bool, bool),
+	OPERATOR 5 > (bool, bool);
+
+-- text (varchar columns use it through binary coercion); the operators are
+-- collation-aware
+CREATE OPERATOR FAMILY gateann_text_ops USING gateann;
+CREATE OPERATOR CLASS text_filter_ops DEFAULT FOR TYPE text USING gateann
+	FAMILY gateann_text_ops AS
+	OPERATOR 1 < (text, text),
+	OPERATOR 2 <= (text, text),
+	OPERATOR 3 = (text, text),
+	OPERATOR 4 >= (text, text),
+	OPERATOR 5 > (text, text);
+
+-- uuid
+CREATE OPERATOR FAMILY gateann_uuid_ops USING gateann;
+CREATE OPERATOR CLASS uuid_filter_ops DEFAULT FOR TYPE uuid USING gateann
+	FAMILY gateann_uuid_ops AS
+	OPERATOR 1 < (uuid, uuid),
+	OPERATOR 2 <= (uuid, uuid),
+	OPERATOR 3 = (uuid, uuid),
+	OPERATOR 4 >= (uuid, uuid),
+	OPERATOR 5 > (uuid, uuid);
+
+-- arrays (multi-label tags): the built-in anyarray operators, as GIN's
+-- array_ops declares them.  Their pg_amop entries are (anyarray, anyarray), so
+-- each array type needs a family of its own (one family holding two of these
+-- classes would register the same operator twice).
+CREATE OPERATOR FAMILY gateann_int2_array_ops USING gateann;
+CREATE OPERATOR CLASS int2_array_filter_ops DEFAULT FOR TYPE int2[] USING gateann
+	FAMILY gateann_int2_array_ops AS
+	OPERATOR 6 && (anyarray, anyarray),
+	OPERATOR 7 @> (anyarray, anyarray),
+	OPERATOR 8 <@ (anyarray, anyarray);
+CREATE OPERATOR FAMILY gateann_int4_array_ops USING gateann;
+CREATE OPERATOR CLASS int4_array_filter_ops DEFAULT FOR TYPE int4[] USING gateann
+	FAMILY gateann_int4_array_ops AS
+	OPERATOR 6 && (anyarray, anyarray),
+	OPERATOR 7 @> (anyarray, anyarray),
+	OPERATOR 8 <@ (anyarray, anyarray);
+CREATE OPERATOR FAMILY gateann_int8_array_ops USING gateann;
+CREATE OPERATOR CLASS int8_array_filter_ops DEFAULT FOR TYPE int8[] USING gateann
+	FAMILY gateann_int8_array_ops AS
+	OPERATOR 6 && (anyarray, anyarray),
+	OPERATOR 7 @> (anyarray, anyarray),
+	OPERATOR 8 <@ (anyarray, anyarray);
+CREATE OPERATOR FAMILY gateann_text_array_ops USING gateann;
+CREATE OPERATOR CLASS text_array_filter_ops DEFAULT FOR TYPE text[] USING gateann
+	FAMILY gateann_text_array_ops AS
+	OPERATOR 6 && (anyarray, anyarray),
+	OPERATOR 7 @> (anyarray, anyarray),
+	OPERATOR 8 <@ (anyarray, anyarray);
 
 -- introspection ------------------------------------------------------------
 

@@ -335,12 +335,36 @@ write_new_page(Relation index, ForkNumber fork, Page page, BlockNumber expect)
 }
 
 /*
- * Write the whole index: metapage, codebook, node records.
+ * Write `total` bytes of data as pages of `kind` from block blkno on;
+ * returns the next block number.
+ */
+static BlockNumber
+write_chunked(Relation index, ForkNumber fork, uint16 kind, const char *data,
+			  Size total, BlockNumber blkno)
+{
+	PGAlignedBlock pagebuf;
+	Size		done = 0;
+
+	while (done < total)
+	{
+		Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
+
+		gateann_init_page(pagebuf.data, kind);
+		memcpy(PageGetContents(pagebuf.data), data + done, chunk);
+		gateann_page_set_used(pagebuf.data, chunk);
+		write_new_page(index, fork, pagebuf.data, blkno++);
+		done += chunk;
+	}
+	return blkno;
+}
+
+/*
+ * Write the whole index: metapage, codebook, dictionaries, node records.
  */
 static void
 write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 			const BuildState *bs, const GateannPQ *pq, const uint8 *codes,
-			const GateannGraph *graph)
+			const GateannGraph *graph, const char *dict)
 {
 	PGAlignedBlock pagebuf;
 	Page		page = pagebuf.data;
@@ -355,22 +379,14 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 	/* codebook */
 	meta->codebook_start = blkno;
 	if (meta->nnodes > 0)
-	{
-		Size		total = gateann_pq_codebook_bytes(meta->dims);
-		Size		done = 0;
-
-		while (done < total)
-		{
-			Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
-
-			gateann_init_page(page, GATEANN_PAGE_CODEBOOK);
-			memcpy(PageGetContents(page), (char *) pq->centroids + done, chunk);
-			gateann_page_set_used(page, chunk);
-			write_new_page(index, fork, page, blkno++);
-			done += chunk;
-		}
-	}
+		blkno = write_chunked(index, fork, GATEANN_PAGE_CODEBOOK, (const char *) pq->centroids,
+							  gateann_pq_codebook_bytes(meta->dims), blkno);
 	meta->codebook_pages = blkno - meta->codebook_start;
+
+	/* filter-column dictionaries, from which loaders code the filter store */
+	meta->dict_start = blkno;
+	blkno = write_chunked(index, fork, GATEANN_PAGE_DICT, dict, meta->dict_bytes, blkno);
+	meta->dict_pages = blkno - meta->dict_start;
 
 	/* node records */
 	meta->node_start = blkno;
@@ -491,6 +507,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	GateannPQ	pq;
 	uint8	   *codes = NULL;
 	GateannGraph graph;
+	char	   *dict;
 	MemoryContext buildcxt,
 				oldcxt;
 
@@ -604,9 +621,10 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		memset(&graph, 0, sizeof(graph));
 
 	/* 4. pages */
+	gateann_filter_build_dictionaries(index, &meta, bs.filters, &bs.arena, bs.n, &dict);
 	layout_records(&meta);
 	report_phase(GATEANN_PHASE_WRITE, bs.n);
-	write_index(index, MAIN_FORKNUM, &meta, &bs, &pq, codes, &graph);
+	write_index(index, MAIN_FORKNUM, &meta, &bs, &pq, codes, &graph, dict);
 
 	if (RelationNeedsWAL(index))
 		log_newpage_range(index, MAIN_FORKNUM, 0,
@@ -633,11 +651,13 @@ gateann_buildempty(Relation index)
 	GateannMetaPageData meta;
 	GateannFilterLayout *filters;
 	PGAlignedBlock pagebuf;
+	char	   *dict;
 
 	filters = gateann_filter_layout_create(index);
 	init_meta(&meta, index, opts, gateann_index_metric(index), filters);
+	gateann_filter_build_dictionaries(index, &meta, filters, NULL, 0, &dict);
 	layout_records(&meta);
-	meta.codebook_start = meta.node_start = 1;
+	meta.codebook_start = meta.dict_start = meta.node_start = 1;
 
 	gateann_init_page(pagebuf.data, GATEANN_PAGE_META);
 	write_new_page(index, INIT_FORKNUM, pagebuf.data, 0);

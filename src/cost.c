@@ -1,11 +1,11 @@
 /*
  * cost.c — amcostestimate.
  *
- * A search expands about L = gateann.search_list_size nodes, each one random
- * read of a record (pages_per_record pages) plus R PQ distances for its
- * neighbors.  That work is paid before the first row comes out, so it is
- * startup cost; the rest of the scan (streaming beyond L) is priced like
- * reading the whole index, which the LIMIT arithmetic scales down.
+ * A search reads about L = gateann.search_list_size records (pages_per_record
+ * pages each, random) and computes R PQ distances per read record.  That
+ * work is paid before the first row comes out, so it is startup cost; the
+ * rest of the scan (streaming beyond L) is priced like reading the whole
+ * index, which the LIMIT arithmetic scales down.
  *
  * Without ORDER BY a distance the index cannot be used at all.
  */
@@ -33,8 +33,11 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	Relation	rel;
 	GateannOptions *opts;
 	int			R;
+	int			R_max;
 	double		L;
-	double		expanded;
+	double		sel;
+	double		visited;
+	double		reads;
 	double		record_pages;
 	double		spc_random_page_cost;
 	Cost		startup;
@@ -62,17 +65,30 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	rel = relation_open(index->indexoid, NoLock);
 	opts = gateann_get_options(rel);
 	R = opts->max_neighbors;
+	R_max = gateann_tunnel_neighbors(opts);
 	relation_close(rel, NoLock);
 
+	/*
+	 * With index conditions of selectivity s the search crosses about L / s
+	 * nodes to gather L candidates that match.  In gate mode only the
+	 * matching ones are read (the others are tunneled in memory through R_max
+	 * neighbors each); post and early read every node they visit.  When s is
+	 * tiny this grows past exact search over the few matching rows, and the
+	 * planner prefers another index plus a sort (PipeANN-Filter's
+	 * pre-filtering regime).
+	 */
 	L = gateann_search_list_size;
-	expanded = Min(L * 1.2, Max(index->tuples, 1.0));
+	sel = Max(costs.indexSelectivity, 1.0 / Max(index->tuples, 1.0));
+	visited = Min(L * 1.2 / sel, Max(index->tuples, 1.0));
+	reads = (gateann_filter_mode == GATEANN_FILTER_MODE_GATE) ?
+		Min(visited, L * 1.2) : visited;
 	/* a record larger than a page (high dimensions) costs several reads */
 	record_pages = Max(1.0, ceil((double) index->pages / Max(index->tuples, 1.0)));
 
 	get_tablespace_page_costs(index->reltablespace, &spc_random_page_cost, NULL);
-	startup = expanded * record_pages * spc_random_page_cost +
-		expanded * R * cpu_operator_cost +
-		expanded * cpu_index_tuple_cost;
+	startup = reads * record_pages * spc_random_page_cost +
+		(reads * R + (visited - reads) * R_max) * cpu_operator_cost +
+		visited * cpu_index_tuple_cost;
 
 	*indexStartupCost = startup;
 	*indexTotalCost = startup + costs.indexTotalCost;

@@ -8,8 +8,9 @@
  *   slot per column at its offset:
  *     fixed-width types: the value, typlen bytes (store_att_byval layout
  *                        for by-value types)
- *     variable-width:    uint32 length, then the detoasted datum (4-byte
- *                        varlena header included), width fixed at build
+ *     variable-width:    uint32 length, 4 bytes of padding, then the
+ *                        detoasted datum (4-byte varlena header included,
+ *                        so 8-byte aligned), width fixed at build
  *
  * During a build, each node's values are first serialised compactly into an
  * arena (flags + raw bytes) because slot widths for variable-width columns
@@ -19,13 +20,20 @@
 
 #include "filter.h"
 
+#include "access/stratnum.h"
 #include "access/tupmacs.h"
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
 
-#define VARLENA_SLOT_HEADER	sizeof(uint32)
+/* uint32 length + padding, so the copied datum is 8-byte aligned */
+#define VARLENA_SLOT_HEADER	sizeof(uint64)
 
 GateannFilterLayout *
 gateann_filter_layout_create(Relation index)
@@ -212,8 +220,9 @@ gateann_filter_write_record(const GateannMetaPageData *meta,
 			memcpy(&len, src, sizeof(uint32));
 			/* the slot was sized from the longest value, so it fits */
 			Assert(len + VARLENA_SLOT_HEADER <= col->width);
-			memcpy(dst + col->offset, src, VARLENA_SLOT_HEADER + len);
-			src += VARLENA_SLOT_HEADER + len;
+			memcpy(dst + col->offset, &len, sizeof(uint32));
+			memcpy(dst + col->offset + VARLENA_SLOT_HEADER, src + sizeof(uint32), len);
+			src += sizeof(uint32) + len;
 		}
 	}
 }
@@ -236,4 +245,777 @@ gateann_filter_read(const GateannMetaPageData *meta, const uint8 *area, int col,
 	else
 		*value = PointerGetDatum(slot + VARLENA_SLOT_HEADER);
 	return true;
+}
+
+/* ======================================================================
+ * The in-memory filter store: dictionaries, node codes, scan keys
+ * ====================================================================== */
+
+int
+gateann_filter_store_width(const GateannFilterColumn *col)
+{
+	return col->kind == GATEANN_FILTER_KIND_BLOOM ? (int) sizeof(uint64) : 1;
+}
+
+/* Scalar columns get a dictionary; arrays of a hashable element, Bloom bits. */
+static uint8
+column_kind(Oid typid)
+{
+	Oid			elem = get_element_type(typid);
+
+	if (OidIsValid(elem) &&
+		OidIsValid(lookup_type_cache(elem, TYPECACHE_HASH_PROC)->hash_proc))
+		return GATEANN_FILTER_KIND_BLOOM;
+	return GATEANN_FILTER_KIND_SCALAR;
+}
+
+/* Stride of one dictionary entry (see serialise_value) */
+static Size
+value_bytes(const GateannFilterColumn *col, Datum value)
+{
+	if (col->typlen > 0)
+		return MAXALIGN(col->typlen);
+	return MAXALIGN(sizeof(uint32) + VARSIZE(DatumGetPointer(value)));
+}
+
+static void
+serialise_value(const GateannFilterColumn *col, Datum value, char *dst)
+{
+	if (col->typlen > 0)
+	{
+		if (col->typbyval)
+			store_att_byval(dst, value, col->typlen);
+		else
+			memcpy(dst, DatumGetPointer(value), col->typlen);
+	}
+	else
+	{
+		uint32		len = VARSIZE(DatumGetPointer(value));
+
+		memcpy(dst, &len, sizeof(uint32));
+		memcpy(dst + sizeof(uint32), DatumGetPointer(value), len);
+	}
+}
+
+/* Datums of a column's dictionary (pointing into dict for by-reference types) */
+static Datum *
+dictionary_values(const GateannFilterColumn *col, const char *dict)
+{
+	Datum	   *values = palloc(sizeof(Datum) * Max(col->nbounds, 1));
+	const char *p = dict + col->dict_offset;
+	int			i;
+
+	for (i = 0; i < col->nbounds; i++)
+	{
+		if (col->typlen > 0)
+		{
+			values[i] = col->typbyval ? fetch_att(p, true, col->typlen) : PointerGetDatum(p);
+			p += MAXALIGN(col->typlen);
+		}
+		else
+		{
+			uint32		len;
+
+			memcpy(&len, p, sizeof(uint32));
+			values[i] = PointerGetDatum(p + sizeof(uint32));
+			p += MAXALIGN(sizeof(uint32) + len);
+		}
+	}
+	return values;
+}
+
+/* Value of column col of node id in a build arena (copied to aligned memory) */
+static bool
+arena_value(const GateannFilterLayout *layout, const GateannFilterArena *arena,
+			uint32 id, int col, Datum *value)
+{
+	const char *p = arena->data + arena->node_offset[id];
+	int			c;
+
+	for (c = 0;; c++)
+	{
+		const GateannFilterColumn *fc = &layout->cols[c];
+		uint8		flags = (uint8) *p++;
+		uint32		len = 0;
+
+		if (!(flags & (GATEANN_FILTER_NULL | GATEANN_FILTER_OVERFLOW)))
+		{
+			if (fc->typlen > 0)
+				len = fc->typlen;
+			else
+			{
+				memcpy(&len, p, sizeof(uint32));
+				p += sizeof(uint32);
+			}
+		}
+		if (c == col)
+		{
+			char	   *copy;
+
+			if (flags & (GATEANN_FILTER_NULL | GATEANN_FILTER_OVERFLOW))
+				return false;
+			copy = palloc(MAXALIGN(len));
+			memcpy(copy, p, len);
+			*value = (fc->typlen > 0 && fc->typbyval) ?
+				fetch_att(copy, true, fc->typlen) : PointerGetDatum(copy);
+			return true;
+		}
+		p += len;
+	}
+}
+
+typedef struct SortContext
+{
+	FmgrInfo   *cmp;
+	Oid			collation;
+} SortContext;
+
+static int
+datum_cmp(const void *a, const void *b, void *arg)
+{
+	SortContext *sc = (SortContext *) arg;
+
+	return DatumGetInt32(FunctionCall2Coll(sc->cmp, sc->collation,
+										   *(const Datum *) a, *(const Datum *) b));
+}
+
+Size
+gateann_filter_build_dictionaries(Relation index, GateannMetaPageData *meta,
+								  const GateannFilterLayout *layout,
+								  const GateannFilterArena *arena,
+								  uint32 nnodes, char **out)
+{
+	StringInfoData buf;
+	int			c;
+
+	initStringInfo(&buf);
+	for (c = 0; c < meta->nfilter; c++)
+	{
+		GateannFilterColumn *col = &meta->filter[c];
+		TypeCacheEntry *tce;
+		Datum	   *values;
+		Datum	   *chosen;
+		int			nvalues = 0;
+		int			ndistinct = 0;
+		int			nchosen = 0;
+		uint32		id;
+		int			i;
+		SortContext sc;
+		MemoryContext tmpcxt,
+					oldcxt;
+
+		col->kind = column_kind(col->typid);
+		col->dict_offset = buf.len;
+		col->nbounds = 0;
+		col->dict_exact = false;
+		col->dict_bytes = 0;
+		if (col->kind != GATEANN_FILTER_KIND_SCALAR)
+			continue;
+		tce = lookup_type_cache(col->typid, TYPECACHE_CMP_PROC_FINFO);
+		if (!OidIsValid(tce->cmp_proc))
+			continue;			/* no order: every node "unknown" */
+
+		tmpcxt = AllocSetContextCreate(CurrentMemoryContext, "gateann dictionary",
+									   ALLOCSET_DEFAULT_SIZES);
+		oldcxt = MemoryContextSwitchTo(tmpcxt);
+		values = palloc_extended(sizeof(Datum) * Max(nnodes, 1), MCXT_ALLOC_HUGE);
+		for (id = 0; id < nnodes; id++)
+		{
+			if (arena_value(layout, arena, id, c, &values[nvalues]))
+				nvalues++;
+			if ((id & 8191) == 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+		sc.cmp = &tce->cmp_proc_finfo;
+		sc.collation = index->rd_indcollation[c + 1];
+		qsort_arg(values, nvalues, sizeof(Datum), datum_cmp, &sc);
+
+		/* distinct values, while they fit a dictionary */
+		chosen = palloc(sizeof(Datum) * GATEANN_FILTER_BUCKETS);
+		for (i = 0; i < nvalues; i++)
+		{
+			if (i > 0 && datum_cmp(&values[i - 1], &values[i], &sc) == 0)
+				continue;
+			if (ndistinct < GATEANN_FILTER_BUCKETS)
+				chosen[ndistinct] = values[i];
+			ndistinct++;
+		}
+		if (ndistinct <= GATEANN_FILTER_BUCKETS)
+		{
+			nchosen = ndistinct;
+			col->dict_exact = true;
+		}
+		else
+		{
+			/*
+			 * Equi-depth: upper bounds of GATEANN_FILTER_BUCKETS - 1 buckets
+			 * (the last bucket is open-ended), duplicates merged.
+			 */
+			for (i = 0; i < GATEANN_FILTER_BUCKETS - 1; i++)
+			{
+				Datum		b = values[(Size) (i + 1) * nvalues / GATEANN_FILTER_BUCKETS - 1];
+
+				if (nchosen > 0 && datum_cmp(&chosen[nchosen - 1], &b, &sc) == 0)
+					continue;
+				chosen[nchosen++] = b;
+			}
+		}
+		MemoryContextSwitchTo(oldcxt);
+
+		for (i = 0; i < nchosen; i++)
+		{
+			Size		len = value_bytes(col, chosen[i]);
+
+			enlargeStringInfo(&buf, len);
+			memset(buf.data + buf.len, 0, len);
+			serialise_value(col, chosen[i], buf.data + buf.len);
+			buf.len += len;
+		}
+		col->nbounds = nchosen;
+		col->dict_bytes = buf.len - col->dict_offset;
+		MemoryContextDelete(tmpcxt);
+	}
+	meta->dict_bytes = buf.len;
+	*out = buf.data;
+	return buf.len;
+}
+
+/* ---- coding nodes --------------------------------------------------------- */
+
+typedef struct CoderColumn
+{
+	const GateannFilterColumn *col;
+	int			width;
+	Datum	   *dict;			/* scalar: dictionary / bounds */
+	FmgrInfo   *cmp;
+	Oid			collation;
+	/* bloom */
+	Oid			elemtype;
+	int16		elemlen;
+	bool		elembyval;
+	char		elemalign;
+	FmgrInfo   *hash;
+} CoderColumn;
+
+struct GateannFilterCoder
+{
+	const GateannMetaPageData *meta;
+	CoderColumn cols[GATEANN_MAX_FILTER_COLS];
+};
+
+static void
+coder_column_init(CoderColumn *cc, const GateannFilterColumn *col, Oid collation,
+				  const char *dict)
+{
+	cc->col = col;
+	cc->width = gateann_filter_store_width(col);
+	cc->collation = collation;
+	if (col->kind == GATEANN_FILTER_KIND_SCALAR)
+	{
+		TypeCacheEntry *tce = lookup_type_cache(col->typid, TYPECACHE_CMP_PROC_FINFO);
+
+		cc->cmp = OidIsValid(tce->cmp_proc) ? &tce->cmp_proc_finfo : NULL;
+		cc->dict = dictionary_values(col, dict);
+	}
+	else
+	{
+		TypeCacheEntry *tce;
+
+		cc->elemtype = get_element_type(col->typid);
+		get_typlenbyvalalign(cc->elemtype, &cc->elemlen, &cc->elembyval, &cc->elemalign);
+		tce = lookup_type_cache(cc->elemtype, TYPECACHE_HASH_PROC_FINFO);
+		cc->hash = &tce->hash_proc_finfo;
+	}
+}
+
+GateannFilterCoder *
+gateann_filter_coder_create(Relation index, const GateannMetaPageData *meta, const char *dict)
+{
+	GateannFilterCoder *coder = palloc0(sizeof(GateannFilterCoder));
+	int			c;
+
+	coder->meta = meta;
+	for (c = 0; c < meta->nfilter; c++)
+		coder_column_init(&coder->cols[c], &meta->filter[c],
+						  index->rd_indcollation[c + 1], dict);
+	return coder;
+}
+
+/* Two Bloom bits of an element hash */
+static inline uint64
+bloom_bits(uint32 h)
+{
+	return (UINT64CONST(1) << (h & 63)) | (UINT64CONST(1) << ((h >> 6) & 63));
+}
+
+static uint64
+bloom_of_element(const CoderColumn *cc, Datum elem)
+{
+	return bloom_bits(DatumGetUInt32(FunctionCall1Coll(cc->hash, cc->collation, elem)));
+}
+
+/* Code of a scalar value: dictionary position, or equi-depth bucket */
+static uint8
+scalar_code(const CoderColumn *cc, Datum value)
+{
+	const GateannFilterColumn *col = cc->col;
+	int			lo = 0,
+				hi = col->nbounds;
+
+	if (cc->cmp == NULL)
+		return GATEANN_CODE_UNKNOWN;
+	/* first bound >= value */
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (DatumGetInt32(FunctionCall2Coll(cc->cmp, cc->collation, cc->dict[mid], value)) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (col->dict_exact)
+	{
+		if (lo < col->nbounds &&
+			DatumGetInt32(FunctionCall2Coll(cc->cmp, cc->collation, cc->dict[lo], value)) == 0)
+			return (uint8) lo;
+		return GATEANN_CODE_UNKNOWN;	/* a value the dictionary does not know */
+	}
+	return (uint8) lo;			/* bucket lo: (bound[lo-1], bound[lo]] */
+}
+
+void
+gateann_filter_coder_code(GateannFilterCoder *coder, const uint8 *filter_area,
+						  uint32 id, uint8 *const *cols)
+{
+	const GateannMetaPageData *meta = coder->meta;
+	int			c;
+
+	for (c = 0; c < meta->nfilter; c++)
+	{
+		CoderColumn *cc = &coder->cols[c];
+		Datum		value;
+		bool		overflow;
+		bool		notnull = gateann_filter_read(meta, filter_area, c, &value, &overflow);
+
+		if (cc->col->kind == GATEANN_FILTER_KIND_SCALAR)
+		{
+			uint8		code;
+
+			if (!notnull)
+				code = GATEANN_CODE_NULL;
+			else if (overflow)
+				code = GATEANN_CODE_UNKNOWN;
+			else
+				code = scalar_code(cc, value);
+			cols[c][id] = code;
+		}
+		else
+		{
+			uint64		bloom = 0;
+
+			if (overflow)
+				bloom = ~UINT64CONST(0);	/* unknown labels: matches anything */
+			else if (notnull)
+			{
+				ArrayType  *arr = DatumGetArrayTypeP(value);
+				Datum	   *elems;
+				bool	   *nulls;
+				int			n,
+							i;
+
+				deconstruct_array(arr, cc->elemtype, cc->elemlen, cc->elembyval,
+								  cc->elemalign, &elems, &nulls, &n);
+				for (i = 0; i < n; i++)
+					if (!nulls[i])
+						bloom |= bloom_of_element(cc, elems[i]);
+				pfree(elems);
+				pfree(nulls);
+			}
+			memcpy(cols[c] + (Size) id * sizeof(uint64), &bloom, sizeof(uint64));
+		}
+	}
+}
+
+/* ---- scan keys ------------------------------------------------------------ */
+
+/* Strategy numbers of the filter operator families (sql/gateann--*.sql) */
+#define STRAT_LT		1
+#define STRAT_LE		2
+#define STRAT_EQ		3
+#define STRAT_GE		4
+#define STRAT_GT		5
+#define STRAT_OVERLAP	6
+#define STRAT_CONTAINS	7
+#define STRAT_CONTAINED	8
+
+typedef struct FilterKey
+{
+	int			col;			/* filter column: attno - 2 */
+	uint8		kind;			/* of the column */
+	bool		isnull_key;		/* IS [NOT] NULL */
+	bool		want_null;
+	bool		search_array;	/* col = ANY(array) */
+	int			strategy;
+	FmgrInfo	fn;				/* the operator's function: exact checks */
+	Oid			collation;
+	Datum		arg;
+	Datum	   *elems;			/* search_array: non-NULL elements */
+	int			nelems;
+
+	/* in-memory check */
+	bool		store_all;		/* the store cannot tell: always passes */
+	uint8		pass[32];		/* scalar: bitmap over the 256 codes */
+	uint64	   *masks;			/* bloom */
+	int			nmasks;
+	bool		any_mask;		/* && : any mask; @> : the one mask */
+} FilterKey;
+
+struct GateannFilter
+{
+	int			nkeys;
+	FilterKey  *keys;
+	bool		recheck;		/* some key is not evaluated here at all */
+};
+
+static inline void
+pass_set(FilterKey *k, int code)
+{
+	k->pass[code >> 3] |= (uint8) (1 << (code & 7));
+}
+
+/* FmgrInfo of `bound <strategy> arg` in the column's family, or NULL */
+static FmgrInfo *
+family_op(Relation index, int attno, Oid subtype, int strategy)
+{
+	Oid			opfamily = index->rd_opfamily[attno - 1];
+	Oid			lefttype = index->rd_opcintype[attno - 1];
+	Oid			opr = get_opfamily_member(opfamily, lefttype,
+										  OidIsValid(subtype) ? subtype : lefttype,
+										  strategy);
+	FmgrInfo   *f;
+
+	if (!OidIsValid(opr))
+		return NULL;
+	f = palloc(sizeof(FmgrInfo));
+	fmgr_info(get_opcode(opr), f);
+	return f;
+}
+
+static bool
+call_bool(FmgrInfo *f, Oid collation, Datum a, Datum b)
+{
+	return DatumGetBool(FunctionCall2Coll(f, collation, a, b));
+}
+
+/* Could some value of bucket i (bounds b, nb of them) satisfy `v op arg`? */
+static bool
+bucket_may_match(const Datum *b, int nb, int i, int strategy, Datum arg, Oid collation,
+				 FmgrInfo *lt, FmgrInfo *ge, FmgrInfo *gt)
+{
+	bool		has_lower = i > 0;	/* values > b[i-1] */
+	bool		has_upper = i < nb; /* values <= b[i] */
+
+	switch (strategy)
+	{
+		case STRAT_LT:
+		case STRAT_LE:
+			return !has_lower || call_bool(lt, collation, b[i - 1], arg);
+		case STRAT_EQ:
+			return (!has_lower || call_bool(lt, collation, b[i - 1], arg)) &&
+				(!has_upper || call_bool(ge, collation, b[i], arg));
+		case STRAT_GE:
+			return !has_upper || call_bool(ge, collation, b[i], arg);
+		case STRAT_GT:
+			return !has_upper || call_bool(gt, collation, b[i], arg);
+	}
+	return true;
+}
+
+static void
+compile_scalar_store(FilterKey *k, Relation index, const GateannFilterColumn *col,
+					 const char *dict, Oid subtype)
+{
+	Datum	   *bounds = dictionary_values(col, dict);
+	Datum	   *args = k->search_array ? k->elems : &k->arg;
+	int			nargs = k->search_array ? k->nelems : 1;
+	int			i,
+				a;
+
+	memset(k->pass, 0, sizeof(k->pass));
+	pass_set(k, GATEANN_CODE_UNKNOWN);
+	if (col->dict_exact)
+	{
+		/* one code per value: evaluate the operator itself, exactly */
+		for (i = 0; i < col->nbounds; i++)
+			for (a = 0; a < nargs; a++)
+				if (call_bool(&k->fn, k->collation, bounds[i], args[a]))
+				{
+					pass_set(k, i);
+					break;
+				}
+	}
+	else
+	{
+		FmgrInfo   *lt = family_op(index, k->col + 2, subtype, STRAT_LT);
+		FmgrInfo   *ge = family_op(index, k->col + 2, subtype, STRAT_GE);
+		FmgrInfo   *gt = family_op(index, k->col + 2, subtype, STRAT_GT);
+
+		if (lt == NULL || ge == NULL || gt == NULL || k->strategy > STRAT_GT)
+		{
+			k->store_all = true;
+			return;
+		}
+		for (i = 0; i <= col->nbounds; i++)
+			for (a = 0; a < nargs; a++)
+				if (bucket_may_match(bounds, col->nbounds, i, k->strategy, args[a],
+									 k->collation, lt, ge, gt))
+				{
+					pass_set(k, i);
+					break;
+				}
+	}
+}
+
+static void
+compile_bloom_store(FilterKey *k, Relation index, const GateannFilterColumn *col,
+					bool *never)
+{
+	CoderColumn cc;
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n,
+				i;
+
+	if (k->search_array || (k->strategy != STRAT_OVERLAP && k->strategy != STRAT_CONTAINS))
+	{
+		k->store_all = true;	/* <@ and others: verified on the record only */
+		return;
+	}
+	coder_column_init(&cc, col, index->rd_indcollation[k->col + 1], NULL);
+	arr = DatumGetArrayTypeP(k->arg);
+	if (ARR_ELEMTYPE(arr) != cc.elemtype)
+	{
+		k->store_all = true;
+		return;
+	}
+	deconstruct_array(arr, cc.elemtype, cc.elemlen, cc.elembyval, cc.elemalign,
+					  &elems, &nulls, &n);
+	k->masks = palloc(sizeof(uint64) * Max(n, 1));
+	k->nmasks = 0;
+	if (k->strategy == STRAT_CONTAINS)
+	{
+		uint64		mask = 0;
+
+		for (i = 0; i < n; i++)
+			if (!nulls[i])
+				mask |= bloom_of_element(&cc, elems[i]);
+		k->masks[k->nmasks++] = mask;
+		k->any_mask = false;
+	}
+	else
+	{
+		for (i = 0; i < n; i++)
+			if (!nulls[i])
+				k->masks[k->nmasks++] = bloom_of_element(&cc, elems[i]);
+		k->any_mask = true;
+		if (k->nmasks == 0)
+			*never = true;		/* nothing overlaps an empty set */
+	}
+}
+
+GateannFilter *
+gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
+					   ScanKey keys, int nkeys, const char *dict, bool *never)
+{
+	GateannFilter *f = palloc0(sizeof(GateannFilter));
+	int			i;
+
+	*never = false;
+	f->keys = palloc0(sizeof(FilterKey) * Max(nkeys, 1));
+	for (i = 0; i < nkeys; i++)
+	{
+		ScanKey		sk = &keys[i];
+		FilterKey  *k = &f->keys[f->nkeys];
+		const GateannFilterColumn *col;
+
+		if (sk->sk_attno == 1)
+		{
+			/* NULL vectors are not indexed: IS NULL finds nothing */
+			if (sk->sk_flags & (SK_SEARCHNULL | SK_ISNULL))
+				*never = true;
+			else if (!(sk->sk_flags & SK_SEARCHNOTNULL))
+				f->recheck = true;
+			continue;
+		}
+		if (sk->sk_attno < 2 || sk->sk_attno - 2 >= meta->nfilter)
+		{
+			f->recheck = true;
+			continue;
+		}
+		k->col = sk->sk_attno - 2;
+		col = &meta->filter[k->col];
+		k->kind = col->kind;
+
+		if (sk->sk_flags & (SK_SEARCHNULL | SK_SEARCHNOTNULL))
+		{
+			int			code;
+
+			k->isnull_key = true;
+			k->want_null = (sk->sk_flags & SK_SEARCHNULL) != 0;
+			if (col->kind != GATEANN_FILTER_KIND_SCALAR)
+				k->store_all = true;
+			else
+				for (code = 0; code < 256; code++)
+					if ((code == GATEANN_CODE_NULL) == k->want_null)
+						pass_set(k, code);
+			f->nkeys++;
+			continue;
+		}
+		if (sk->sk_flags & SK_ISNULL)
+		{
+			*never = true;		/* col op NULL is never true */
+			continue;
+		}
+		if (sk->sk_strategy < STRAT_LT || sk->sk_strategy > STRAT_CONTAINED)
+		{
+			f->recheck = true;	/* not ours: the executor decides */
+			continue;
+		}
+
+		k->strategy = sk->sk_strategy;
+		fmgr_info_copy(&k->fn, &sk->sk_func, CurrentMemoryContext);
+		k->collation = sk->sk_collation;
+		k->arg = sk->sk_argument;
+		if (sk->sk_flags & SK_SEARCHARRAY)
+		{
+			ArrayType  *arr = DatumGetArrayTypeP(sk->sk_argument);
+			int16		elmlen;
+			bool		elmbyval;
+			char		elmalign;
+			bool	   *nulls;
+			Datum	   *elems;
+			int			n,
+						j;
+
+			get_typlenbyvalalign(ARR_ELEMTYPE(arr), &elmlen, &elmbyval, &elmalign);
+			deconstruct_array(arr, ARR_ELEMTYPE(arr), elmlen, elmbyval, elmalign,
+							  &elems, &nulls, &n);
+			k->search_array = true;
+			k->elems = palloc(sizeof(Datum) * Max(n, 1));
+			for (j = 0; j < n; j++)
+				if (!nulls[j])
+					k->elems[k->nelems++] = elems[j];
+			if (k->nelems == 0)
+			{
+				*never = true;	/* = ANY of no (non-NULL) value */
+				continue;
+			}
+		}
+
+		if (col->kind == GATEANN_FILTER_KIND_SCALAR)
+			compile_scalar_store(k, index, col, dict, sk->sk_subtype);
+		else
+			compile_bloom_store(k, index, col, never);
+		f->nkeys++;
+	}
+	return f;
+}
+
+bool
+gateann_filter_active(const GateannFilter *filter)
+{
+	return filter->nkeys > 0;
+}
+
+bool
+gateann_filter_needs_recheck(const GateannFilter *filter)
+{
+	return filter->recheck;
+}
+
+bool
+gateann_filter_store_pass(const GateannFilter *filter, const uint8 *const *cols, uint32 id)
+{
+	int			i;
+
+	for (i = 0; i < filter->nkeys; i++)
+	{
+		const FilterKey *k = &filter->keys[i];
+
+		if (k->store_all)
+			continue;
+		if (k->kind == GATEANN_FILTER_KIND_SCALAR)
+		{
+			uint8		code = cols[k->col][id];
+
+			if (!(k->pass[code >> 3] & (1 << (code & 7))))
+				return false;
+		}
+		else
+		{
+			uint64		bloom;
+			int			m;
+			bool		ok;
+
+			memcpy(&bloom, cols[k->col] + (Size) id * sizeof(uint64), sizeof(uint64));
+			if (k->any_mask)
+			{
+				ok = false;
+				for (m = 0; m < k->nmasks && !ok; m++)
+					ok = (bloom & k->masks[m]) == k->masks[m];
+			}
+			else
+				ok = (bloom & k->masks[0]) == k->masks[0];
+			if (!ok)
+				return false;
+		}
+	}
+	return true;
+}
+
+GateannFilterResult
+gateann_filter_record_check(const GateannFilter *filter, const GateannMetaPageData *meta,
+							const char *record)
+{
+	const uint8 *area = (const uint8 *) record + meta->filter_offset;
+	GateannFilterResult result = GATEANN_FILTER_PASS;
+	int			i;
+
+	for (i = 0; i < filter->nkeys; i++)
+	{
+		const FilterKey *k = &filter->keys[i];
+		Datum		value;
+		bool		overflow;
+		bool		notnull = gateann_filter_read(meta, area, k->col, &value, &overflow);
+		bool		ok;
+
+		if (k->isnull_key)
+		{
+			if (notnull == k->want_null)
+				return GATEANN_FILTER_FAIL;
+			continue;
+		}
+		if (!notnull)
+			return GATEANN_FILTER_FAIL;	/* the operators are strict */
+		if (overflow)
+		{
+			result = GATEANN_FILTER_UNKNOWN;
+			continue;
+		}
+		if (k->search_array)
+		{
+			int			j;
+
+			ok = false;
+			for (j = 0; j < k->nelems && !ok; j++)
+				ok = call_bool((FmgrInfo *) &k->fn, k->collation, value, k->elems[j]);
+		}
+		else
+			ok = call_bool((FmgrInfo *) &k->fn, k->collation, value, k->arg);
+		if (!ok)
+			return GATEANN_FILTER_FAIL;
+	}
+	return result;
 }

@@ -10,6 +10,8 @@
 
 #include "gateann.h"
 
+#include "access/skey.h"
+
 /* Varlena values longer than this are flagged overflowed, not copied. */
 #define GATEANN_FILTER_MAX_INLINE	256
 /* Slot payload for a variable-width column that had no values at build */
@@ -57,5 +59,85 @@ extern void gateann_filter_write_record(const GateannMetaPageData *meta,
  */
 extern bool gateann_filter_read(const GateannMetaPageData *meta, const uint8 *area,
 								int col, Datum *value, bool *overflow);
+
+/* ---- the in-memory filter store ------------------------------------------
+ *
+ * Per filter column, per node:
+ *   scalar columns: one byte.  With a dictionary of every distinct value
+ *     (at most GATEANN_FILTER_BUCKETS) it is the value's code: exact.
+ *     Otherwise it is the node's equi-depth bucket (bucket i holds values in
+ *     (bound[i-1], bound[i]], the last one values above every bound):
+ *     approximate.  GATEANN_CODE_NULL marks NULL, GATEANN_CODE_UNKNOWN a
+ *     value not in the record (too long) or not in the dictionary: it always
+ *     passes.
+ *   array columns (label sets): 64 Bloom bits, 2 per element.
+ * Approximate never means a false negative: whatever passes is verified
+ * exactly against the record's copy before it can be a result.
+ */
+#define GATEANN_FILTER_KIND_SCALAR	1
+#define GATEANN_FILTER_KIND_BLOOM	2
+#define GATEANN_FILTER_BUCKETS		254
+#define GATEANN_CODE_UNKNOWN		254
+#define GATEANN_CODE_NULL			255
+
+/* Bytes per node of a column in the filter store */
+extern int	gateann_filter_store_width(const GateannFilterColumn *col);
+
+/*
+ * At build time: choose each scalar column's dictionary (every distinct
+ * value, or equi-depth bounds) from the collected values and serialise all
+ * dictionaries into one palloc'd region (*out, returned length); fills the
+ * kind and dictionary fields of meta->filter[].
+ */
+extern Size gateann_filter_build_dictionaries(Relation index, GateannMetaPageData *meta,
+											  const GateannFilterLayout *layout,
+											  const GateannFilterArena *arena,
+											  uint32 nnodes, char **out);
+
+/* Computing nodes' filter-store entries from their records */
+typedef struct GateannFilterCoder GateannFilterCoder;
+
+extern GateannFilterCoder *gateann_filter_coder_create(Relation index,
+													   const GateannMetaPageData *meta,
+													   const char *dict);
+
+/* Write node id's entry of every column: column c at cols[c] + id * width */
+extern void gateann_filter_coder_code(GateannFilterCoder *coder, const uint8 *filter_area,
+									  uint32 id, uint8 *const *cols);
+
+/* ---- scan keys ---------------------------------------------------------- */
+
+typedef struct GateannFilter GateannFilter;
+
+typedef enum GateannFilterResult
+{
+	GATEANN_FILTER_FAIL,
+	GATEANN_FILTER_PASS,
+	GATEANN_FILTER_UNKNOWN		/* cannot tell from the record: recheck */
+} GateannFilterResult;
+
+/*
+ * Compile the scan keys once per scan.  *never is set when they can never
+ * match (e.g. the vector IS NULL, col = NULL).  Keys on the vector column
+ * (IS NOT NULL) are dropped.
+ */
+extern GateannFilter *gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
+											 ScanKey keys, int nkeys, const char *dict,
+											 bool *never);
+
+/* Does the filter have any key on a filter column? */
+extern bool gateann_filter_active(const GateannFilter *filter);
+
+/* Keys the record check cannot decide (types we do not evaluate) */
+extern bool gateann_filter_needs_recheck(const GateannFilter *filter);
+
+/* In-memory check of node id (O(number of keys)); no false negatives. */
+extern bool gateann_filter_store_pass(const GateannFilter *filter,
+									  const uint8 *const *cols, uint32 id);
+
+/* Exact check against a fetched record's filter-column copies. */
+extern GateannFilterResult gateann_filter_record_check(const GateannFilter *filter,
+													   const GateannMetaPageData *meta,
+													   const char *record);
 
 #endif							/* GATEANN_FILTER_H */

@@ -14,11 +14,13 @@
 #include "access/reloptions.h"
 #include "commands/progress.h"
 #include "commands/vacuum.h"
+#include "catalog/pg_amop.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 PG_MODULE_MAGIC;
 
@@ -26,6 +28,15 @@ PG_FUNCTION_INFO_V1(gateann_handler);
 
 int			gateann_search_list_size = 100;
 int			gateann_max_scan_tuples = 20000;
+int			gateann_filter_mode = GATEANN_FILTER_MODE_GATE;
+int			gateann_tunnel_neighbors_guc = 0;
+
+static const struct config_enum_entry filter_mode_options[] = {
+	{"gate", GATEANN_FILTER_MODE_GATE, false},
+	{"post", GATEANN_FILTER_MODE_POST, false},
+	{"early", GATEANN_FILTER_MODE_EARLY, false},
+	{NULL, 0, false}
+};
 
 static relopt_kind gateann_relopt_kind;
 
@@ -69,6 +80,18 @@ _PG_init(void)
 							"Caps the work of queries whose filter the executor applies above the index scan.",
 							&gateann_max_scan_tuples,
 							20000, 1, INT_MAX,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("gateann.filter_mode",
+							 "How gateann scans apply conditions on filter columns.",
+							 "gate checks them in memory before any read and tunnels through non-matching nodes; post and early read every node (the baselines of the GateANN paper).",
+							 &gateann_filter_mode,
+							 GATEANN_FILTER_MODE_GATE, filter_mode_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gateann.tunnel_neighbors",
+							"Neighbors of the in-memory neighbor store used when tunneling (0 = all stored).",
+							"At most the index's tunnel_neighbors option are stored.",
+							&gateann_tunnel_neighbors_guc,
+							0, 0, GATEANN_MAX_NEIGHBORS_LIMIT,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	gateann_io_define_gucs();
 	gateann_shmem_define_gucs();
@@ -145,7 +168,12 @@ gateann_index_metric(Relation index)
 
 	for (strategy = GATEANN_METRIC_L2; strategy <= GATEANN_METRIC_COSINE; strategy++)
 	{
-		if (OidIsValid(get_opfamily_member(opfamily, opcintype, opcintype, strategy)))
+		Oid			opr = get_opfamily_member(opfamily, opcintype, opcintype, strategy);
+
+		/* filter families use the same numbers for search operators */
+		if (OidIsValid(opr) &&
+			SearchSysCacheExists3(AMOPOPID, ObjectIdGetDatum(opr),
+								  CharGetDatum(AMOP_ORDER), ObjectIdGetDatum(opfamily)))
 			return (GateannMetric) strategy;
 	}
 	ereport(ERROR,

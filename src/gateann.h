@@ -46,6 +46,7 @@
 #define GATEANN_PAGE_META		1
 #define GATEANN_PAGE_CODEBOOK	2
 #define GATEANN_PAGE_NODES		3
+#define GATEANN_PAGE_DICT		4
 
 typedef struct GateannPageOpaqueData
 {
@@ -91,6 +92,13 @@ typedef struct GateannFilterColumn
 	char		typalign;
 	uint16		offset;			/* of the slot within the filter area */
 	uint16		width;			/* slot bytes */
+
+	/* in-memory filter store (filter.c) */
+	uint8		kind;			/* GATEANN_FILTER_KIND_* */
+	bool		dict_exact;		/* dictionary holds every distinct value */
+	uint16		nbounds;		/* dictionary entries */
+	uint32		dict_offset;	/* within the dictionary region */
+	uint32		dict_bytes;
 } GateannFilterColumn;
 
 /* Per-column flag bytes at the start of the filter area */
@@ -132,6 +140,9 @@ typedef struct GateannMetaPageData
 
 	BlockNumber codebook_start;
 	BlockNumber codebook_pages;
+	BlockNumber dict_start;		/* filter-column dictionaries */
+	BlockNumber dict_pages;
+	uint32		dict_bytes;
 	BlockNumber node_start;
 	BlockNumber node_pages;
 
@@ -193,6 +204,14 @@ typedef struct GateannOptions
 /* GUCs (gateann.c) */
 extern int	gateann_search_list_size;
 extern int	gateann_max_scan_tuples;
+extern int	gateann_filter_mode;
+extern int	gateann_tunnel_neighbors_guc;
+
+/* gateann.filter_mode (SPEC §4.4) */
+#define GATEANN_FILTER_MODE_GATE	0	/* check in memory before I/O, tunnel */
+#define GATEANN_FILTER_MODE_POST	1	/* read everything, filter after */
+#define GATEANN_FILTER_MODE_EARLY	2	/* read everything, skip exact distance
+										 * of non-matching nodes */
 
 /* Statistics of the most recent scan in this backend (info.c) */
 typedef struct GateannScanStats

@@ -128,7 +128,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[9] = Int64GetDatum((int64) gateann_store_pq_bytes(meta.nnodes, meta.dims,
 															  meta.pq_subspaces));
 	values[10] = Int64GetDatum((int64) gateann_store_neighbor_bytes(meta.nnodes, r_max));
-	values[11] = Int64GetDatum((int64) gateann_store_filter_bytes(meta.nnodes));
+	values[11] = Int64GetDatum((int64) gateann_store_filter_bytes(&meta));
 	values[12] = BoolGetDatum(loaded);
 	values[13] = BoolGetDatum(loaded && shared);
 	values[14] = Int64GetDatum((int64) (meta.build_id & INT64CONST(0x7FFFFFFFFFFFFFFF)));

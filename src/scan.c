@@ -44,6 +44,7 @@
 
 #include "access/relscan.h"
 #include "miscadmin.h"
+#include "portability/instr_time.h"
 #include "pgstat.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -62,6 +63,7 @@ typedef struct HeapEntry
 	float		dist;
 	uint32		id;
 	ItemPointerData tid;
+	bool		recheck;		/* the record could not verify the filter */
 } HeapEntry;
 
 /* Heap order: distance, then node id so that ties come out deterministically */
@@ -95,10 +97,11 @@ typedef struct GateannScanOpaqueData
 	float	   *query;
 	float	   *table;			/* PQ distance table */
 
-	/* IS [NOT] NULL keys on filter columns */
-	int			nnullkeys;
-	int		   *nullkey_col;	/* filter column index */
-	bool	   *nullkey_isnull; /* true: IS NULL */
+	/* scan keys on filter columns, compiled (filter.c) */
+	GateannFilter *filter;
+	bool		filtering;		/* filter has keys */
+	int			filter_mode;	/* gateann.filter_mode of this scan */
+	int			tunnel_neighbors;	/* neighbors used when tunneling */
 
 	FrontierEntry *frontier;
 	int			fsize;
@@ -250,23 +253,6 @@ pq_distance(GateannScanOpaque so, uint32 id)
 						  so->meta.pq_subspaces);
 }
 
-/* Do the IS [NULL | NOT NULL] keys hold for this record? */
-static bool
-record_passes_null_keys(GateannScanOpaque so, const char *rec)
-{
-	const uint8 *area = GateannRecordFilter(&so->meta, rec);
-	int			k;
-
-	for (k = 0; k < so->nnullkeys; k++)
-	{
-		bool		isnull = (area[so->nullkey_col[k]] & GATEANN_FILTER_NULL) != 0;
-
-		if (isnull != so->nullkey_isnull[k])
-			return false;
-	}
-	return true;
-}
-
 /*
  * Copy node id's record out of pages read from the file, checking that they
  * are valid node pages holding that node; false means "re-read it".
@@ -324,18 +310,43 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 				 errhint("REINDEX the index.")));
 	gateann_last_scan_stats.visited++;
 
-	if (!(hdr->flags & GATEANN_NODE_DELETED) &&
-		(so->nnullkeys == 0 || record_passes_null_keys(so, p->record)))
+	if (!(hdr->flags & GATEANN_NODE_DELETED))
 	{
+		GateannFilterResult fr = GATEANN_FILTER_PASS;
 		HeapEntry	r;
+		bool		distance_done = false;
 
-		r.dist = gateann_internal_distance(so->metric, so->query,
-										   GateannRecordVector(&so->meta, p->record),
-										   so->meta.dims);
-		r.id = id;
-		r.tid = hdr->heap_tid;
-		gateann_last_scan_stats.exact_distances++;
-		heap_push(&so->results, r);
+		/* post: DiskANN/PipeANN behaviour, exact distance before filtering */
+		if (so->filter_mode == GATEANN_FILTER_MODE_POST)
+		{
+			r.dist = gateann_internal_distance(so->metric, so->query,
+											   GateannRecordVector(&so->meta, p->record),
+											   so->meta.dims);
+			gateann_last_scan_stats.exact_distances++;
+			distance_done = true;
+		}
+		if (so->filtering)
+		{
+			/* exact verification against the record's copies */
+			fr = gateann_filter_record_check(so->filter, &so->meta, p->record);
+			gateann_last_scan_stats.filter_checks++;
+			if (fr == GATEANN_FILTER_FAIL && so->filter_mode == GATEANN_FILTER_MODE_GATE)
+				gateann_last_scan_stats.filter_false_positives++;
+		}
+		if (fr != GATEANN_FILTER_FAIL)
+		{
+			if (!distance_done)
+			{
+				r.dist = gateann_internal_distance(so->metric, so->query,
+												   GateannRecordVector(&so->meta, p->record),
+												   so->meta.dims);
+				gateann_last_scan_stats.exact_distances++;
+			}
+			r.id = id;
+			r.tid = hdr->heap_tid;
+			r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
+			heap_push(&so->results, r);
+		}
 	}
 
 	nbrs = GateannRecordNeighbors(&so->meta, p->record);
@@ -348,6 +359,51 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 			continue;
 		frontier_insert(so, nb, pq_distance(so, nb));
 	}
+}
+
+/* In-memory check: could node id be a result? (no false negatives) */
+static bool
+node_may_match(GateannScanOpaque so, uint32 id)
+{
+	if (gateann_store_is_deleted(so->store, id))
+		return false;
+	if (!so->filtering)
+		return true;
+	gateann_last_scan_stats.filter_checks++;
+	return gateann_filter_store_pass(so->filter, so->store->filter_cols, id);
+}
+
+/*
+ * Graph tunneling (GateANN §3.3): cross node id in memory.  Its first
+ * tunnel_neighbors neighbors from the neighbor store get PQ distances and
+ * join the frontier; no read, no exact distance, never a result.
+ */
+static void
+tunnel(GateannScanOpaque so, uint32 id)
+{
+	const uint32 *nbrs;
+	int			n;
+	int			i;
+	instr_time	start,
+				end;
+
+	INSTR_TIME_SET_CURRENT(start);
+	nbrs = gateann_store_neighbors(so->store, id, &n);
+	n = Min(n, so->tunnel_neighbors);
+	for (i = 0; i < n; i++)
+	{
+		uint32		nb = nbrs[i];
+
+		if (nb >= so->store->nnodes || visited_test_and_set(so, nb))
+			continue;
+		frontier_insert(so, nb, pq_distance(so, nb));
+	}
+	gateann_last_scan_stats.tunneled++;
+	if ((gateann_last_scan_stats.tunneled & 1023) == 0)
+		CHECK_FOR_INTERRUPTS();
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	gateann_last_scan_stats.tunnel_us += INSTR_TIME_GET_MICROSEC(end);
 }
 
 /* Issue reads for the best undispatched candidates while W allows. */
@@ -376,9 +432,16 @@ dispatch(GateannScanOpaque so)
 		id = so->frontier[i].id;
 
 		/*
-		 * Here the filtering work decides: read the node, or tunnel through
-		 * it with the in-memory neighbor store.
+		 * GateANN's decision, before any I/O: a node that cannot be a
+		 * result (fails the in-memory filter check, or is deleted) is
+		 * crossed in memory through the neighbor store instead of read.
 		 */
+		if (so->filter_mode == GATEANN_FILTER_MODE_GATE && !node_may_match(so, id))
+		{
+			so->frontier[i].expanded = true;
+			tunnel(so, id);
+			continue;
+		}
 		loc = gateann_record_location(&so->meta, id);
 		if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
 							   so->next_seq))
@@ -454,44 +517,6 @@ resume_search(GateannScanOpaque so)
 	return true;
 }
 
-/* Interpret the scan keys; false if they can never match. */
-static bool
-prepare_keys(IndexScanDesc scan)
-{
-	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
-	int			k;
-
-	so->nnullkeys = 0;
-	so->need_recheck = false;
-	so->nullkey_col = palloc(sizeof(int) * Max(scan->numberOfKeys, 1));
-	so->nullkey_isnull = palloc(sizeof(bool) * Max(scan->numberOfKeys, 1));
-	for (k = 0; k < scan->numberOfKeys; k++)
-	{
-		ScanKey		key = &scan->keyData[k];
-
-		if (key->sk_flags & (SK_SEARCHNULL | SK_SEARCHNOTNULL))
-		{
-			bool		want_null = (key->sk_flags & SK_SEARCHNULL) != 0;
-
-			if (key->sk_attno == 1)
-			{
-				/* vectors that are NULL are not in the index */
-				if (want_null)
-					return false;
-				continue;
-			}
-			so->nullkey_col[so->nnullkeys] = key->sk_attno - 2;
-			so->nullkey_isnull[so->nnullkeys] = want_null;
-			so->nnullkeys++;
-		}
-		else if (key->sk_flags & SK_ISNULL)
-			return false;		/* col op NULL is never true */
-		else
-			so->need_recheck = true;	/* let the executor decide */
-	}
-	return true;
-}
-
 static void
 begin_search(IndexScanDesc scan)
 {
@@ -517,7 +542,7 @@ begin_search(IndexScanDesc scan)
 
 	orderby = &scan->orderByData[0];
 	gateann_read_meta(index, &so->meta);
-	if (so->meta.nnodes == 0 || (orderby->sk_flags & SK_ISNULL) || !prepare_keys(scan))
+	if (so->meta.nnodes == 0 || (orderby->sk_flags & SK_ISNULL))
 		return;
 
 	so->metric = (GateannMetric) so->meta.metric;
@@ -538,6 +563,22 @@ begin_search(IndexScanDesc scan)
 		return;
 
 	so->store = gateann_store_get(index, &so->meta);
+
+	/* the scan keys, compiled against the store's dictionaries */
+	{
+		bool		never;
+
+		so->filter = gateann_filter_compile(index, &so->meta, scan->keyData,
+											scan->numberOfKeys, so->store->dict, &never);
+		if (never)
+			return;
+		so->filtering = gateann_filter_active(so->filter);
+		so->need_recheck = gateann_filter_needs_recheck(so->filter);
+		so->filter_mode = gateann_filter_mode;
+		so->tunnel_neighbors = so->store->tunnel_neighbors;
+		if (gateann_tunnel_neighbors_guc > 0)
+			so->tunnel_neighbors = Min(so->tunnel_neighbors, gateann_tunnel_neighbors_guc);
+	}
 	so->table = palloc(sizeof(float) * so->meta.pq_subspaces * GATEANN_PQ_CENTROIDS);
 	gateann_pq_distance_table(&so->store->pq, so->query,
 							  so->metric == GATEANN_METRIC_L2 ? GATEANN_PQ_L2 : GATEANN_PQ_IP,
@@ -645,7 +686,7 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 			HeapEntry	r = heap_pop(&so->results);
 
 			scan->xs_heaptid = r.tid;
-			scan->xs_recheck = so->need_recheck;
+			scan->xs_recheck = so->need_recheck || r.recheck;
 			scan->xs_recheckorderby = false;
 			if (scan->numberOfOrderBys > 0)
 			{

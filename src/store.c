@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "store.h"
+#include "filter.h"
 #include "page.h"
 
 #include "miscadmin.h"
@@ -44,9 +45,14 @@ gateann_store_neighbor_bytes(uint32 nnodes, int r_max)
 }
 
 Size
-gateann_store_filter_bytes(uint32 nnodes)
+gateann_store_filter_bytes(const GateannMetaPageData *meta)
 {
-	return ((Size) nnodes + 7) / 8;
+	Size		bytes = ((Size) meta->nnodes + 7) / 8 + meta->dict_bytes;
+	int			c;
+
+	for (c = 0; c < meta->nfilter; c++)
+		bytes += (Size) meta->nnodes * gateann_filter_store_width(&meta->filter[c]);
+	return bytes;
 }
 
 static void
@@ -67,7 +73,18 @@ store_layout(GateannStoreHeader *h, const GateannMetaPageData *meta, int r_max)
 	h->neighbors_off = off;
 	off += MAXALIGN(gateann_store_neighbor_bytes(meta->nnodes, r_max));
 	h->deleted_off = off;
-	off += MAXALIGN(gateann_store_filter_bytes(meta->nnodes));
+	off += MAXALIGN(((Size) meta->nnodes + 7) / 8);
+	h->dict_off = off;
+	off += MAXALIGN(meta->dict_bytes);
+	{
+		int			c;
+
+		for (c = 0; c < meta->nfilter; c++)
+		{
+			h->filter_off[c] = off;
+			off += MAXALIGN((Size) meta->nnodes * gateann_filter_store_width(&meta->filter[c]));
+		}
+	}
 	h->total = off;
 }
 
@@ -133,6 +150,10 @@ typedef struct LoadArgs
 	Relation	index;
 	const GateannMetaPageData *meta;
 	GateannStoreHeader layout;
+	/* filter store */
+	GateannFilterCoder *coder;
+	uint8	   *cols[GATEANN_MAX_FILTER_COLS];
+	char	   *filter_area;	/* filter_size bytes, for records spanning pages */
 } LoadArgs;
 
 /* Extract one record's parts into the store. */
@@ -154,6 +175,9 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 		n = Min((int) hdr.nneighbors, h->tunnel_neighbors);
 		memcpy(code, rec_start + meta->pqcode_offset, meta->pq_subspaces);
 		memcpy(row + 1, rec_start + meta->neighbors_offset, sizeof(uint32) * n);
+		if (meta->nfilter > 0)
+			gateann_filter_coder_code(a->coder, (const uint8 *) rec_start + meta->filter_offset,
+									  id, a->cols);
 	}
 	else
 	{
@@ -163,6 +187,12 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 						 meta->pq_subspaces, (char *) code, bas);
 		copy_from_record(a->index, meta, blkno, page, meta->neighbors_offset,
 						 sizeof(uint32) * n, (char *) (row + 1), bas);
+		if (meta->nfilter > 0)
+		{
+			copy_from_record(a->index, meta, blkno, page, meta->filter_offset,
+							 meta->filter_size, a->filter_area, bas);
+			gateann_filter_coder_code(a->coder, (const uint8 *) a->filter_area, id, a->cols);
+		}
 	}
 	if (hdr.node_id != id)
 		ereport(ERROR,
@@ -211,6 +241,30 @@ load_store(void *dest, Size bytes, void *arg)
 			UnlockReleaseBuffer(buf);
 			done += chunk;
 		}
+	}
+
+	/* filter-column dictionaries, then the coder that uses them */
+	if (meta->nfilter > 0)
+	{
+		Size		done = 0;
+		int			c;
+
+		for (blkno = meta->dict_start; done < meta->dict_bytes; blkno++)
+		{
+			Buffer		buf = ReadBuffer(a->index, blkno);
+			Size		chunk = Min((Size) meta->dict_bytes - done, (Size) GATEANN_PAGE_CAPACITY);
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			if (!gateann_page_is_valid(BufferGetPage(buf), GATEANN_PAGE_DICT))
+				corrupted(a->index, blkno, "dictionary");
+			memcpy(base + a->layout.dict_off + done, PageGetContents(BufferGetPage(buf)), chunk);
+			UnlockReleaseBuffer(buf);
+			done += chunk;
+		}
+		a->coder = gateann_filter_coder_create(a->index, meta, base + a->layout.dict_off);
+		for (c = 0; c < meta->nfilter; c++)
+			a->cols[c] = (uint8 *) base + a->layout.filter_off[c];
+		a->filter_area = palloc(Max(meta->filter_size, 1));
 	}
 
 	/* node records, one sequential pass */
@@ -266,6 +320,13 @@ store_attach(GateannStore *s, void *base)
 	s->codes = (const uint8 *) base + h->codes_off;
 	s->neighbors = (const uint32 *) ((char *) base + h->neighbors_off);
 	s->deleted = (const uint8 *) base + h->deleted_off;
+	s->dict = (const char *) base + h->dict_off;
+	{
+		int			c;
+
+		for (c = 0; c < GATEANN_MAX_FILTER_COLS; c++)
+			s->filter_cols[c] = h->filter_off[c] ? (const uint8 *) base + h->filter_off[c] : NULL;
+	}
 	s->bytes = h->total;
 }
 
@@ -342,6 +403,7 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	MemoryContext cxt;
 
 	store_key(&key, index, meta);
+	memset(&args, 0, sizeof(args));
 	args.index = index;
 	args.meta = meta;
 	store_layout(&args.layout, meta, key.tunnel_neighbors);

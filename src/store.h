@@ -5,7 +5,9 @@
  *   PQ codebook and the PQ code of every node      (N * M bytes)
  *   neighbor store: the first R_max neighbors of every node, fixed stride
  *     (1 + R_max) * 4 bytes: [count, id0, id1, ...]   (N * (1+R_max) * 4)
- *   filter store frame: one "deleted" bit per node    (N / 8)
+ *   filter store: one "deleted" bit per node (N / 8), and per filter
+ *     column one byte (scalar) or 64 Bloom bits (label sets) per node,
+ *     with the column dictionaries (filter.c)
  *
  * All of it is one contiguous block laid out by GateannStoreHeader, so it
  * can live in a dynamic shared memory segment (shmem.c) shared by every
@@ -29,6 +31,8 @@ typedef struct GateannStoreHeader
 	Size		codes_off;
 	Size		neighbors_off;
 	Size		deleted_off;
+	Size		dict_off;		/* filter-column dictionaries */
+	Size		filter_off[GATEANN_MAX_FILTER_COLS];	/* per column codes */
 	Size		total;
 } GateannStoreHeader;
 
@@ -47,6 +51,8 @@ typedef struct GateannStore
 	const uint8 *codes;
 	const uint32 *neighbors;	/* stride 1 + R_max */
 	const uint8 *deleted;		/* bitmap */
+	const char *dict;			/* filter-column dictionaries */
+	const uint8 *filter_cols[GATEANN_MAX_FILTER_COLS]; /* filter store */
 
 	MemoryContext cxt;			/* private copies only */
 	struct GateannStore *next;
@@ -55,7 +61,7 @@ typedef struct GateannStore
 /* Sizes of each part, for gateann_index_info */
 extern Size gateann_store_pq_bytes(uint32 nnodes, int dims, int m);
 extern Size gateann_store_neighbor_bytes(uint32 nnodes, int r_max);
-extern Size gateann_store_filter_bytes(uint32 nnodes);
+extern Size gateann_store_filter_bytes(const GateannMetaPageData *meta);
 
 /*
  * The store of `index` matching `meta` (read by the caller) and the index's
