@@ -114,6 +114,34 @@ PRESETS: dict[str, dict] = {
             },
         },
     },
+    # filtered search (filtering issue): 1M x 128, the filter pushed into the
+    # index; gate across workloads, and the post baseline on the same index
+    # for the selectivity sweep (reads per query vs s, recall at equal L)
+    "filter": {
+        "datasets": [{"n": 1_000_000, "dim": 128}],
+        "workloads": ["label10", "label100", "zipf10", "corr_a0", "corr_a100",
+                      "range5", "range10", "range20", "range50", "tags_contains"],
+        "queries": 100,
+        "clients": [1, 2],
+        "pgbench_seconds": 3,
+        "max_point_seconds": 60,
+        "engines": {
+            "exact": {"queries": 10, "clients": [1], "pgbench_seconds": 3},
+            "gateann": {
+                "index_columns": ["embedding", "label10", "label100", "zipf10",
+                                  "corr_a0", "corr_a100", "price", "tags"],
+                "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
+                                  "alpha": 1.2},
+                "runs": [
+                    {"sweep": {"gateann.filter_mode": ["gate"],
+                               "gateann.search_list_size": [20, 50, 100, 200, 400]}},
+                    {"workloads": ["label10", "range5", "range10", "range20"],
+                     "sweep": {"gateann.filter_mode": ["post"],
+                               "gateann.search_list_size": [20, 50, 100, 200, 400]}},
+                ],
+            },
+        },
+    },
     # a smoke test of the harness itself (seconds)
     "smoke": {
         "datasets": [{"n": 10_000, "dim": 32, "intrinsic": 8, "nq": 200}],

@@ -1,0 +1,41 @@
+-- The planner chooses gateann by the selectivity of the pushed-down filter:
+-- exact search over the few matching rows (a btree on the filter column and
+-- a sort) when the filter matches ~0.05% of the rows, gateann at 1% to 50%.
+CREATE EXTENSION IF NOT EXISTS gateann;
+CREATE OR REPLACE FUNCTION rnd(i int, j int) RETURNS real LANGUAGE sql IMMUTABLE
+  AS $$ SELECT ((abs(sin(i * 12.9898 + j * 78.233)) * 43758.5453)::numeric % 1)::real $$;
+CREATE TABLE c (id int, rare int, pct1 int, pct10 int, pct50 int, v real[]);
+INSERT INTO c
+  SELECT i, i % 2000, i % 100, i % 10, i % 2, ARRAY(SELECT rnd(i, j) FROM generate_series(1, 32) j)
+  FROM generate_series(1, 50000) i;
+CREATE INDEX c_rare ON c (rare);
+CREATE INDEX c_pct1 ON c (pct1);
+CREATE INDEX c_pct10 ON c (pct10);
+CREATE INDEX c_pct50 ON c (pct50);
+CREATE INDEX c_gateann ON c USING gateann (v, rare, pct1, pct10, pct50)
+  WITH (max_neighbors = 16, build_search_list_size = 32);
+ANALYZE c;
+
+-- (PostgreSQL 18 marks disabled plan nodes; nothing is disabled here)
+CREATE FUNCTION chosen(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE l text; r text := 'other';
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    IF l LIKE '%using c_gateann%' THEN RETURN 'gateann'; END IF;
+    IF l LIKE '%c_rare%' OR l LIKE '%c_pct%' THEN r := 'btree + sort'; END IF;
+  END LOOP;
+  RETURN r;
+END $$;
+
+SELECT s AS selectivity, chosen(format('SELECT id FROM c WHERE %s ORDER BY v <-> %L LIMIT 10',
+                                       cond, array_fill(0.5::real, ARRAY[32]))) AS plan
+  FROM (VALUES ('0.05%', 'rare = 7'), ('1%', 'pct1 = 7'), ('10%', 'pct10 = 7'),
+               ('50%', 'pct50 = 1')) x(s, cond);
+
+-- and the chosen plans return the right rows
+SELECT count(*), bool_and(pct10 = 7)
+  FROM (SELECT pct10 FROM c WHERE pct10 = 7 ORDER BY v <-> array_fill(0.5::real, ARRAY[32]) LIMIT 10) r;
+SELECT count(*), bool_and(rare = 7)
+  FROM (SELECT rare FROM c WHERE rare = 7 ORDER BY v <-> array_fill(0.5::real, ARRAY[32]) LIMIT 10) r;
+DROP TABLE c;
+DROP FUNCTION chosen(text);
