@@ -82,6 +82,12 @@ else ifneq ($(filter-out test demo bench bench-quick unit distclean clean-build 
 $(error $(PG_CONFIG) not found: install postgresql-server-dev-15 or pass PG_CONFIG=/path/to/pg_config)
 endif
 
+# PGXS tracks no header dependencies: every object depends on every header,
+# or a changed struct layout (the metapage, the store header) would leave
+# objects of the old layout in an incremental build.
+$(OBJS): $(wildcard $(srcdir)/src/*.h)
+
+
 ifeq ($(NEED_XLOCALE_SHIM),yes)
 $(XLOCALE_SHIM_DIR)/xlocale.h:
 	@mkdir -p $(XLOCALE_SHIM_DIR)

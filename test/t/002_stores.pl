@@ -111,6 +111,30 @@ is($rows{pread}, $rows{buffer}, 'tablespace index: pread and buffer give the sam
 is($rows{io_uring}, $rows{buffer}, 'tablespace index: io_uring and buffer give the same rows');
 is($rows{buffer}, $before, 'tablespace index: same rows as before');
 
+# --- gateann.max_shared_memory: LRU eviction, and a store that does not fit -------------------
+# t_ts_idx's stores are ~0.45 MB and t3's ~0.75 MB: a 1 MB budget holds one of them.
+$node->safe_psql('postgres', q{CREATE TABLE t3 AS SELECT i AS id, v FROM t, generate_series(0, 1) g(i);
+CREATE INDEX t_ts2_idx ON t3 USING gateann (v) TABLESPACE elsewhere});
+$node->append_conf('postgresql.conf', q{gateann.max_shared_memory = '1MB'});
+$node->reload;
+$s1->query_safe(q{SELECT gateann_prewarm('t_ts_idx')});
+is($node->safe_psql('postgres', q{SELECT shared FROM gateann_index_info('t_ts_idx')}), 't',
+	'first store loaded under a 1 MB budget');
+$s1->query_safe(q{SELECT gateann_prewarm('t_ts2_idx')});
+is($node->safe_psql('postgres', q{SELECT ARRAY[(SELECT shared FROM gateann_index_info('t_ts_idx')),
+  (SELECT shared FROM gateann_index_info('t_ts2_idx'))]}), '{f,t}',
+	'loading a second store evicted the least recently used one');
+$node->safe_psql('postgres', q{DROP TABLE t3});
+# a store larger than the whole budget: a private copy, with a NOTICE
+$node->safe_psql('postgres', q{CREATE TABLE big (id int, v real[]);
+INSERT INTO big SELECT i, array_fill((i % 97)::real, ARRAY[64]) FROM generate_series(1, 20000) i;
+SET maintenance_work_mem = '256MB';
+CREATE INDEX big_idx ON big USING gateann (v);});
+my ($r, $o, $e) = $node->psql('postgres', q{SELECT gateann_prewarm('big_idx') > 0});
+is($o, 't', 'prewarm of a store over the budget still works');
+like($e, qr/do not fit gateann.max_shared_memory/, 'NOTICE names gateann.max_shared_memory');
+$node->safe_psql('postgres', q{DROP TABLE big});
+
 $s1->quit;
 $s2->quit;
 
