@@ -399,6 +399,7 @@ tunnel(GateannScanOpaque so, uint32 id)
 		frontier_insert(so, nb, pq_distance(so, nb));
 	}
 	gateann_last_scan_stats.tunneled++;
+	gateann_last_scan_stats.visited++;	/* taken from the frontier, too */
 	if ((gateann_last_scan_stats.tunneled & 1023) == 0)
 		CHECK_FOR_INTERRUPTS();
 	INSTR_TIME_SET_CURRENT(end);
