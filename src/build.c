@@ -472,6 +472,7 @@ build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts)
 	}
 	return gateann_graph_build_parallel(graph, opts->build_search_list_size,
 										(float) opts->alpha,
+										gateann_tunnel_neighbors(opts),
 										max_parallel_maintenance_workers,
 										graph_progress);
 }
@@ -614,7 +615,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		graph.R = opts->max_neighbors;
 		if (!build_graph_parallel(&bs, &graph, opts))
 			gateann_graph_build(&graph, opts->build_search_list_size,
-								(float) opts->alpha, graph_progress);
+								(float) opts->alpha, gateann_tunnel_neighbors(opts),
+								graph_progress);
 		meta.entry_point = graph.medoid;
 	}
 	else

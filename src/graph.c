@@ -25,6 +25,7 @@
 #include "graph.h"
 #include "distance.h"
 
+#include "miscadmin.h"
 #include "utils/float.h"
 
 /* Neighbor lists may grow to R * SLACK before a reverse edge forces a prune */
@@ -443,8 +444,52 @@ gateann_graph_scratch_create(const GateannGraph *g, int L)
 	return s;
 }
 
+/*
+ * Put the neighbors tunneling will use first.  The in-memory neighbor store
+ * keeps only the first R_max neighbors of each node, and a list kept in
+ * distance order would give it only the shortest edges: on clustered data a
+ * search that tunnels through non-matching nodes then cannot leave the
+ * cluster it started in.  So the list starts with a robust prune at alpha 1
+ * of the node's own neighbors (one edge per direction, long edges included:
+ * a navigable subgraph), then the others, nearest first.  Reads still expand
+ * the whole list, in any order.
+ */
+static void
+order_for_tunneling(GateannGraph *g, GateannGraphScratch *s, uint32 i, int r_max)
+{
+	uint32	   *nbrs = neighbors_of(g, i);
+	int			deg = g->degree[i];
+	int			nsel,
+				j,
+				k,
+				n = 0;
+
+	if (deg <= r_max)
+		return;
+	for (j = 0; j < deg; j++)
+	{
+		s->prune_cands[j].id = nbrs[j];
+		s->prune_cands[j].dist = vdist(g, i, nbrs[j]);
+	}
+	nsel = robust_prune(g, s, i, s->prune_cands, deg, 1.0f, r_max);
+	/* prune_cands is now sorted by distance: append what was not selected */
+	memcpy(s->list_copy, s->prune_out, sizeof(uint32) * nsel);
+	n = nsel;
+	for (j = 0; j < deg && n < deg; j++)
+	{
+		bool		chosen = false;
+
+		for (k = 0; k < nsel && !chosen; k++)
+			chosen = (s->prune_out[k] == s->prune_cands[j].id);
+		if (!chosen && s->prune_cands[j].id != i)
+			s->list_copy[n++] = s->prune_cands[j].id;
+	}
+	memcpy(nbrs, s->list_copy, sizeof(uint32) * n);
+	g->degree[i] = (uint16) n;
+}
+
 void
-gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha)
+gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r_max)
 {
 	uint32		i;
 
@@ -455,21 +500,25 @@ gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha)
 		uint32	   *nbrs = neighbors_of(g, i);
 		int			nout;
 
-		if (deg <= g->R)
-			continue;
-		for (j = 0; j < deg; j++)
+		if ((i & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (deg > g->R)
 		{
-			s->prune_cands[j].id = nbrs[j];
-			s->prune_cands[j].dist = vdist(g, i, nbrs[j]);
+			for (j = 0; j < deg; j++)
+			{
+				s->prune_cands[j].id = nbrs[j];
+				s->prune_cands[j].dist = vdist(g, i, nbrs[j]);
+			}
+			nout = robust_prune(g, s, i, s->prune_cands, deg, alpha, g->R);
+			memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
+			g->degree[i] = (uint16) nout;
 		}
-		nout = robust_prune(g, s, i, s->prune_cands, deg, alpha, g->R);
-		memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
-		g->degree[i] = (uint16) nout;
+		order_for_tunneling(g, s, i, r_max);
 	}
 }
 
 void
-gateann_graph_build(GateannGraph *g, int L, float alpha,
+gateann_graph_build(GateannGraph *g, int L, float alpha, int r_max,
 					void (*progress) (int pass, uint32 done, uint32 total))
 {
 	GateannGraphScratch *s;
@@ -500,5 +549,5 @@ gateann_graph_build(GateannGraph *g, int L, float alpha,
 		if (progress)
 			progress(pass, g->n, g->n);
 	}
-	gateann_graph_finish(g, s, alpha);
+	gateann_graph_finish(g, s, alpha, r_max);
 }

@@ -45,16 +45,20 @@ extern GateannGraphScratch *gateann_graph_scratch_create(const GateannGraph *gra
 extern void gateann_graph_visit(GateannGraph *graph, GateannGraphScratch *scratch,
 								uint32 p, int L, float alpha);
 
-/* Prune lists that grew past R into their slack (single process). */
+/*
+ * Prune lists that grew past R into their slack, and order every list so
+ * that its first r_max neighbors (the in-memory neighbor store's share) are
+ * a navigable subset (single process).
+ */
 extern void gateann_graph_finish(GateannGraph *graph, GateannGraphScratch *scratch,
-								 float alpha);
+								 float alpha, int r_max);
 
 /*
  * Serial build: medoid entry point, pass 1 at alpha 1.0, pass 2 at alpha.
  * Allocates adj/degree/order.  progress(pass, done, total) is called every
  * few hundred nodes (it may CHECK_FOR_INTERRUPTS).
  */
-extern void gateann_graph_build(GateannGraph *graph, int L, float alpha,
+extern void gateann_graph_build(GateannGraph *graph, int L, float alpha, int r_max,
 								void (*progress) (int pass, uint32 done, uint32 total));
 
 #endif							/* GATEANN_GRAPH_H */

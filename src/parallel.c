@@ -133,7 +133,7 @@ gateann_parallel_graph_main(dsm_segment *seg, shm_toc *toc)
 }
 
 bool
-gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha, int nworkers,
+gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha, int r_max, int nworkers,
 							 void (*progress) (int pass, uint32 done, uint32 total))
 {
 	ParallelContext *pcxt;
@@ -188,7 +188,7 @@ gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha, int nworke
 		run_pass(sh, &g, s, progress);
 		WaitForParallelWorkersToFinish(pcxt);
 	}
-	gateann_graph_finish(&g, s, alpha);
+	gateann_graph_finish(&g, s, alpha, r_max);
 
 	/* hand the result back in private memory: the segment goes away */
 	graph->capacity = cap;

@@ -19,7 +19,7 @@ extern Size gateann_parallel_graph_bytes(const GateannGraph *graph);
  * shared memory could be had and the caller should build serially.
  */
 extern bool gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha,
-										 int nworkers,
+										 int r_max, int nworkers,
 										 void (*progress) (int pass, uint32 done, uint32 total));
 
 #endif							/* GATEANN_PARALLEL_H */
