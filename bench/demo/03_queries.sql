@@ -98,9 +98,16 @@ UNION ALL
 SELECT 'tenant = 3 AND category <= 5', r.* FROM demo_recall('tenant = 3 AND category <= 5') r;
 
 \echo
-\echo '=== 4. Recall@10 (unfiltered) by gateann.search_list_size ==='
+\echo '=== 4. Recall@10 by gateann.search_list_size (larger L: more candidates, more recall) ==='
+\echo '    (this demo data is hard on purpose: isotropic 128-dim clusters, the 10 neighbours of a'
+\echo '     query sit at almost equal distances; filtered searches need a larger L)'
 SET gateann.search_list_size = 20;
-SELECT 20 AS search_list_size, r.* FROM demo_recall() r;
+SELECT 20 AS search_list_size, 'unfiltered' AS query, r.* FROM demo_recall() r
+UNION ALL SELECT 20, 'tenant = 3', r.* FROM demo_recall('tenant = 3') r;
 SET gateann.search_list_size = 200;
-SELECT 200 AS search_list_size, r.* FROM demo_recall() r;
+SELECT 200 AS search_list_size, 'unfiltered' AS query, r.* FROM demo_recall() r
+UNION ALL SELECT 200, 'tenant = 3', r.* FROM demo_recall('tenant = 3') r;
+SET gateann.search_list_size = 400;
+SELECT 400 AS search_list_size, 'unfiltered' AS query, r.* FROM demo_recall() r
+UNION ALL SELECT 400, 'tenant = 3', r.* FROM demo_recall('tenant = 3') r;
 RESET gateann.search_list_size;
