@@ -330,6 +330,18 @@ store_attach(GateannStore *s, void *base)
 	s->bytes = h->total;
 }
 
+/* A handle, allocated in cxt, on the store loaded at base */
+static GateannStore *
+store_handle(MemoryContext cxt, const GateannStoreKey *key, bool shared, void *base)
+{
+	GateannStore *s = MemoryContextAllocZero(cxt, sizeof(GateannStore));
+
+	s->key = *key;
+	s->shared = shared;
+	store_attach(s, base);
+	return s;
+}
+
 static bool
 key_equal(const GateannStoreKey *a, const GateannStoreKey *b)
 {
@@ -417,10 +429,7 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	if (base != NULL)
 	{
 		/* handle lives for the transaction, like the mapping's use count */
-		s = MemoryContextAllocZero(TopTransactionContext, sizeof(GateannStore));
-		s->key = key;
-		s->shared = true;
-		store_attach(s, base);
+		s = store_handle(TopTransactionContext, &key, true, base);
 		s->next = shared_handles;
 		shared_handles = s;
 		return s;
@@ -448,11 +457,8 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	s = MemoryContextAllocZero(cxt, sizeof(GateannStore));
-	s->key = key;
-	s->shared = false;
+	s = store_handle(cxt, &key, false, base);
 	s->cxt = cxt;
-	store_attach(s, base);
 	s->next = private_stores;
 	private_stores = s;
 	return s;
