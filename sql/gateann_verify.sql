@@ -1,0 +1,32 @@
+-- gateann_verify(regclass): a structural check, one row per problem found
+CREATE EXTENSION IF NOT EXISTS gateann;
+CREATE OR REPLACE FUNCTION rnd(i int, j int) RETURNS real LANGUAGE sql IMMUTABLE
+  AS $$ SELECT ((abs(sin(i * 12.9898 + j * 78.233)) * 43758.5453)::numeric % 1)::real $$;
+CREATE TABLE vf (id int, tenant int, tags int[], v real[]);
+INSERT INTO vf SELECT i, i % 7, ARRAY[i % 5], ARRAY(SELECT rnd(i, j) FROM generate_series(1, 8) j)
+  FROM generate_series(1, 2000) i;
+CREATE INDEX vf_idx ON vf USING gateann (v, tenant, tags);
+-- healthy: no rows, before and after the stores are loaded
+SELECT * FROM gateann_verify('vf_idx');
+SELECT gateann_prewarm('vf_idx') > 0 AS loaded;
+SELECT * FROM gateann_verify('vf_idx');
+-- after DELETE + VACUUM (deleted flags and counts agree)
+DELETE FROM vf WHERE id % 3 = 0;
+VACUUM vf;
+SELECT deleted_nodes FROM gateann_index_info('vf_idx');
+SELECT * FROM gateann_verify('vf_idx');
+REINDEX INDEX vf_idx;
+SELECT count(*) FROM gateann_verify('vf_idx');
+-- an empty index, and records spanning pages
+TRUNCATE vf;
+SELECT count(*) FROM gateann_verify('vf_idx');
+CREATE TABLE vw (id int, v real[]);
+INSERT INTO vw SELECT i, array_fill(i::real, ARRAY[3000]) FROM generate_series(1, 20) i;
+CREATE INDEX vw_idx ON vw USING gateann (v);
+SELECT count(*) FROM gateann_verify('vw_idx');
+-- not a gateann index, NULL
+CREATE INDEX vf_btree ON vf (id);
+SELECT * FROM gateann_verify('vf_btree');
+SELECT * FROM gateann_verify('vf');
+SELECT count(*) FROM gateann_verify(NULL);
+DROP TABLE vf, vw;

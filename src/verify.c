@@ -1,0 +1,206 @@
+/*
+ * verify.c — gateann_verify(regclass): a structural check of an index, in
+ * the spirit of amcheck.  Returns one text row per problem found, none for a
+ * healthy index.
+ *
+ * Checked: the metapage (magic, format, region bounds, entry point, counts);
+ * the page kind of every codebook, dictionary and node page; every record
+ * (its node id, neighbor count, neighbor ids in range and not itself, heap
+ * TID); the deleted count; and, when this backend can see the index's
+ * in-memory stores (shared, or its own private copy), that they agree with
+ * the records (PQ code, neighbor store row, deleted bit).
+ *
+ * Pages are read through the buffer manager with share locks, one at a
+ * time; the check holds AccessShareLock like a scan, so it runs alongside
+ * queries.
+ */
+#include "postgres.h"
+
+#include "gateann.h"
+#include "page.h"
+#include "store.h"
+
+#include "access/relation.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/builtins.h"
+#include "utils/rel.h"
+
+PG_FUNCTION_INFO_V1(gateann_verify);
+
+/* Stop listing after this many problems (the last row says so) */
+#define MAX_PROBLEMS	1000
+
+typedef struct VerifyState
+{
+	Tuplestorestate *tupstore;
+	TupleDesc	tupdesc;
+	int			nproblems;
+} VerifyState;
+
+static void
+problem(VerifyState *vs, const char *fmt,...) pg_attribute_printf(2, 3);
+
+static void
+problem(VerifyState *vs, const char *fmt,...)
+{
+	va_list		args;
+	char		buf[512];
+	Datum		value;
+	bool		isnull = false;
+
+	if (++vs->nproblems > MAX_PROBLEMS)
+		return;
+	va_start(args, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, args);
+	va_end(args);
+	value = CStringGetTextDatum(buf);
+	tuplestore_putvalues(vs->tupstore, vs->tupdesc, &value, &isnull);
+}
+
+static void
+check_region(VerifyState *vs, Relation index, BlockNumber start, BlockNumber npages,
+			 uint16 kind, const char *what)
+{
+	BlockNumber blkno;
+
+	for (blkno = start; blkno < start + npages; blkno++)
+	{
+		Buffer		buf = ReadBuffer(index, blkno);
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		if (!gateann_page_is_valid(BufferGetPage(buf), kind))
+			problem(vs, "block %u: not a %s page", blkno, what);
+		UnlockReleaseBuffer(buf);
+	}
+}
+
+static void
+check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
+			 const char *rec, const GateannStore *store, uint32 *ndeleted)
+{
+	GateannNodeHeader *hdr = GateannRecordHeader(rec);
+	const uint32 *nbrs = GateannRecordNeighbors(meta, rec);
+	int			i;
+
+	if (hdr->node_id != id)
+	{
+		problem(vs, "node %u: record holds node id %u", id, hdr->node_id);
+		return;
+	}
+	if (hdr->flags & GATEANN_NODE_DELETED)
+		(*ndeleted)++;
+	if (!ItemPointerIsValid(&hdr->heap_tid))
+		problem(vs, "node %u: invalid heap TID", id);
+	if (hdr->nneighbors > meta->max_neighbors)
+	{
+		problem(vs, "node %u: %u neighbors, max_neighbors is %d", id,
+				hdr->nneighbors, meta->max_neighbors);
+		return;
+	}
+	for (i = 0; i < hdr->nneighbors; i++)
+	{
+		if (nbrs[i] >= meta->nnodes)
+			problem(vs, "node %u: neighbor %d is node %u, beyond the %u nodes",
+					id, i, nbrs[i], meta->nnodes);
+		else if (nbrs[i] == id)
+			problem(vs, "node %u: neighbor %d is the node itself", id, i);
+	}
+
+	if (store != NULL)
+	{
+		int			n;
+		const uint32 *row = gateann_store_neighbors(store, id, &n);
+
+		if (memcmp(store->codes + (Size) id * meta->pq_subspaces,
+				   GateannRecordPQCode(meta, rec), meta->pq_subspaces) != 0)
+			problem(vs, "node %u: in-memory PQ code differs from the record", id);
+		if (n != Min((int) hdr->nneighbors, store->tunnel_neighbors) ||
+			memcmp(row, nbrs, sizeof(uint32) * n) != 0)
+			problem(vs, "node %u: neighbor store row differs from the record", id);
+		if (gateann_store_is_deleted(store, id) && !(hdr->flags & GATEANN_NODE_DELETED))
+			problem(vs, "node %u: deleted in memory, not in the record", id);
+	}
+}
+
+Datum
+gateann_verify(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	index;
+	GateannMetaPageData meta;
+	VerifyState vs;
+	BlockNumber nblocks;
+	GateannStore *store = NULL;
+	bool		shared;
+	Size		bytes;
+	char	   *rec;
+	uint32		id;
+	uint32		ndeleted = 0;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	vs.tupstore = rsinfo->setResult;
+	vs.tupdesc = rsinfo->setDesc;
+	vs.nproblems = 0;
+
+	index = gateann_open_index(PG_GETARG_OID(0));
+	gateann_read_meta(index, &meta);	/* errors out on a bad metapage */
+	nblocks = RelationGetNumberOfBlocks(index);
+
+	if (meta.nnodes > 0 && meta.entry_point >= meta.nnodes)
+		problem(&vs, "metapage: entry point %u beyond the %u nodes",
+				meta.entry_point, meta.nnodes);
+	if (meta.ndeleted > meta.nnodes)
+		problem(&vs, "metapage: %u deleted of %u nodes", meta.ndeleted, meta.nnodes);
+	if (meta.node_start + meta.node_pages > nblocks)
+		problem(&vs, "metapage: node pages end at block %u, the index has %u blocks",
+				meta.node_start + meta.node_pages, nblocks);
+	if (meta.records_per_page > 0 &&
+		(uint64) meta.node_pages * meta.records_per_page < meta.nnodes)
+		problem(&vs, "metapage: %u node pages cannot hold %u nodes",
+				meta.node_pages, meta.nnodes);
+	if (meta.records_per_page == 0 &&
+		(uint64) meta.node_pages < (uint64) meta.nnodes * meta.pages_per_record)
+		problem(&vs, "metapage: %u node pages cannot hold %u nodes",
+				meta.node_pages, meta.nnodes);
+	if (vs.nproblems > 0)
+		goto done;				/* the layout itself is not to be trusted */
+
+	check_region(&vs, index, meta.codebook_start, meta.codebook_pages,
+				 GATEANN_PAGE_CODEBOOK, "codebook");
+	check_region(&vs, index, meta.dict_start, meta.dict_pages,
+				 GATEANN_PAGE_DICT, "dictionary");
+	check_region(&vs, index, meta.node_start, meta.node_pages,
+				 GATEANN_PAGE_NODES, "node");
+	if (vs.nproblems > 0)
+		goto done;
+
+	/* compare with the stores only if they are already loaded: no side effects */
+	if (gateann_store_loaded(index, &meta, &shared, &bytes))
+		store = gateann_store_get(index, &meta);
+
+	rec = palloc(meta.record_size);
+	for (id = 0; id < meta.nnodes; id++)
+	{
+		if ((id & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		gateann_read_record(index, &meta, id, rec, NULL);
+		check_record(&vs, &meta, id, rec, store, &ndeleted);
+	}
+	pfree(rec);
+	if (ndeleted != meta.ndeleted)
+		problem(&vs, "metapage counts %u deleted nodes, the records %u",
+				meta.ndeleted, ndeleted);
+
+done:
+	if (vs.nproblems > MAX_PROBLEMS)
+	{
+		int			more = vs.nproblems - MAX_PROBLEMS;
+
+		vs.nproblems = 0;		/* let this last row through */
+		problem(&vs, "... and %d more problems", more);
+	}
+	relation_close(index, AccessShareLock);
+	return (Datum) 0;
+}
