@@ -294,6 +294,8 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 	uint32	   *nbrs;
 	int			i;
 	int			nn;
+	instr_time	start,
+				end;
 
 	if (!p->valid)
 	{
@@ -301,6 +303,8 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		gateann_read_record(scan->indexRelation, &so->meta, id, p->record, NULL);
 		so->rereads++;
 	}
+	/* compute_us: distances, verification, frontier work on landed records */
+	INSTR_TIME_SET_CURRENT(start);
 	hdr = GateannRecordHeader(p->record);
 	if (hdr->node_id != id)
 		ereport(ERROR,
@@ -359,6 +363,9 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 			continue;
 		frontier_insert(so, nb, pq_distance(so, nb));
 	}
+	INSTR_TIME_SET_CURRENT(end);
+	INSTR_TIME_SUBTRACT(end, start);
+	gateann_last_scan_stats.compute_us += INSTR_TIME_GET_MICROSEC(end);
 }
 
 /* In-memory check: could node id be a result? (no false negatives) */
