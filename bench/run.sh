@@ -46,9 +46,19 @@ fi
 
 # 2. build and install the extension
 mkdir -p "$OUT"
+# For a server other than /usr/bin/pg_config (e.g. the PG18 wheel) the build runs in a
+# private copy of the sources (bench/.build/<hash of PG_CONFIG>): the in-tree objects may have
+# been compiled against another server's headers, and make would install them as they are.
 if [ "${BENCH_SKIP_BUILD:-0}" != 1 ] && [ -f "$REPO_DIR/Makefile" ]; then
-    say "building and installing the extension (log: $OUT/build.log)"
-    make -C "$REPO_DIR" -j"$(nproc)" install PG_CONFIG="$PG_CONFIG" >"$OUT/build.log" 2>&1 \
+    build_dir=$REPO_DIR
+    if [ "$PG_CONFIG" != /usr/bin/pg_config ]; then
+        build_dir=$BENCH_DIR/.build/$(printf %s "$PG_CONFIG" | md5sum | cut -c1-12)
+        mkdir -p "$build_dir"
+        # cp -u: only newer sources, so unchanged objects stay valid for make
+        (cd "$REPO_DIR" && cp -a -u --parents Makefile ./*.control src/*.c src/*.h sql "$build_dir/")
+    fi
+    say "building and installing the extension in $build_dir (log: $OUT/build.log)"
+    make -C "$build_dir" -j"$(nproc)" install PG_CONFIG="$PG_CONFIG" >"$OUT/build.log" 2>&1 \
         || { tail -30 "$OUT/build.log" >&2; echo "extension build failed" >&2; exit 1; }
 fi
 
