@@ -418,22 +418,12 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 	}
 	else
 	{
+		/* a record larger than a page: pages_per_record consecutive pages */
 		for (id = 0; id < meta->nnodes; id++)
 		{
-			uint32		done = 0;
-
 			fill_record(meta, rec, id, bs, codes, graph);
-			while (done < meta->record_size)
-			{
-				uint32		chunk = Min(meta->record_size - done,
-										(uint32) GATEANN_PAGE_CAPACITY);
-
-				gateann_init_page(page, GATEANN_PAGE_NODES);
-				memcpy(PageGetContents(page), rec + done, chunk);
-				gateann_page_set_used(page, chunk);
-				write_new_page(index, fork, page, blkno++);
-				done += chunk;
-			}
+			blkno = write_chunked(index, fork, GATEANN_PAGE_NODES, rec,
+								  meta->record_size, blkno);
 			CHECK_FOR_INTERRUPTS();
 			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, id);
 		}

@@ -288,6 +288,25 @@ robust_prune(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
 	return nout;
 }
 
+/*
+ * Put ids[0..n) into s->prune_cands from position `at` on, with their
+ * distances to node p; returns the new candidate count.
+ */
+static int
+add_candidates(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
+			   const uint32 *ids, int n, int at)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+	{
+		s->prune_cands[at + i].id = ids[i];
+		s->prune_cands[at + i].dist = vdist(g, p, ids[i]);
+		s->prune_cands[at + i].expanded = false;
+	}
+	return at + n;
+}
+
 /* Add edge j -> p, pruning j's list when it is at capacity. */
 static void
 add_reverse_edge(GateannGraph *g, GateannGraphScratch *s, uint32 j, uint32 p,
@@ -315,13 +334,8 @@ add_reverse_edge(GateannGraph *g, GateannGraphScratch *s, uint32 j, uint32 p,
 		unlock_node(g, j);
 		return;
 	}
-	for (i = 0; i < deg; i++)
-	{
-		s->prune_cands[i].id = nbrs[i];
-		s->prune_cands[i].dist = vdist(g, j, nbrs[i]);
-	}
-	s->prune_cands[deg].id = p;
-	s->prune_cands[deg].dist = vdist(g, j, p);
+	add_candidates(g, s, j, nbrs, deg, 0);
+	add_candidates(g, s, j, &p, 1, deg);
 	nout = robust_prune(g, s, j, s->prune_cands, deg + 1, alpha, g->R);
 	memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
 	g->degree[j] = (uint16) nout;
@@ -341,13 +355,8 @@ gateann_graph_visit(GateannGraph *g, GateannGraphScratch *s, uint32 p, int L, fl
 	for (i = 0; i < nexp && ncands < s->max_prune_cands; i++)
 		s->prune_cands[ncands++] = s->expanded[i];
 	deg = copy_neighbors(g, p, s->list_copy);
-	for (i = 0; i < deg && ncands < s->max_prune_cands; i++)
-	{
-		s->prune_cands[ncands].id = s->list_copy[i];
-		s->prune_cands[ncands].dist = vdist(g, p, s->list_copy[i]);
-		s->prune_cands[ncands].expanded = false;
-		ncands++;
-	}
+	ncands = add_candidates(g, s, p, s->list_copy,
+							Min(deg, s->max_prune_cands - ncands), ncands);
 	nout = robust_prune(g, s, p, s->prune_cands, ncands, alpha, g->R);
 	memcpy(out, s->prune_out, sizeof(uint32) * nout);
 
@@ -466,11 +475,7 @@ order_for_tunneling(GateannGraph *g, GateannGraphScratch *s, uint32 i, int r_max
 
 	if (deg <= r_max)
 		return;
-	for (j = 0; j < deg; j++)
-	{
-		s->prune_cands[j].id = nbrs[j];
-		s->prune_cands[j].dist = vdist(g, i, nbrs[j]);
-	}
+	add_candidates(g, s, i, nbrs, deg, 0);
 	nsel = robust_prune(g, s, i, s->prune_cands, deg, 1.0f, r_max);
 	/* prune_cands is now sorted by distance: append what was not selected */
 	memcpy(s->list_copy, s->prune_out, sizeof(uint32) * nsel);
@@ -496,7 +501,6 @@ gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r
 	for (i = 0; i < g->n; i++)
 	{
 		int			deg = g->degree[i];
-		int			j;
 		uint32	   *nbrs = neighbors_of(g, i);
 		int			nout;
 
@@ -504,11 +508,7 @@ gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r
 			CHECK_FOR_INTERRUPTS();
 		if (deg > g->R)
 		{
-			for (j = 0; j < deg; j++)
-			{
-				s->prune_cands[j].id = nbrs[j];
-				s->prune_cands[j].dist = vdist(g, i, nbrs[j]);
-			}
+			add_candidates(g, s, i, nbrs, deg, 0);
 			nout = robust_prune(g, s, i, s->prune_cands, deg, alpha, g->R);
 			memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
 			g->degree[i] = (uint16) nout;

@@ -318,17 +318,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 	{
 		GateannFilterResult fr = GATEANN_FILTER_PASS;
 		HeapEntry	r;
-		bool		distance_done = false;
 
-		/* post: DiskANN/PipeANN behaviour, exact distance before filtering */
-		if (so->filter_mode == GATEANN_FILTER_MODE_POST)
-		{
-			r.dist = gateann_internal_distance(so->metric, so->query,
-											   GateannRecordVector(&so->meta, p->record),
-											   so->meta.dims);
-			gateann_last_scan_stats.exact_distances++;
-			distance_done = true;
-		}
 		if (so->filtering)
 		{
 			/* exact verification against the record's copies */
@@ -337,15 +327,20 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 			if (fr == GATEANN_FILTER_FAIL && so->filter_mode == GATEANN_FILTER_MODE_GATE)
 				gateann_last_scan_stats.filter_false_positives++;
 		}
+
+		/*
+		 * post (DiskANN/PipeANN behaviour) computes the exact distance of
+		 * every node it reads; gate and early only of matching ones.
+		 */
+		if (fr != GATEANN_FILTER_FAIL || so->filter_mode == GATEANN_FILTER_MODE_POST)
+		{
+			r.dist = gateann_internal_distance(so->metric, so->query,
+											   GateannRecordVector(&so->meta, p->record),
+											   so->meta.dims);
+			gateann_last_scan_stats.exact_distances++;
+		}
 		if (fr != GATEANN_FILTER_FAIL)
 		{
-			if (!distance_done)
-			{
-				r.dist = gateann_internal_distance(so->metric, so->query,
-												   GateannRecordVector(&so->meta, p->record),
-												   so->meta.dims);
-				gateann_last_scan_stats.exact_distances++;
-			}
 			r.id = id;
 			r.tid = hdr->heap_tid;
 			r.recheck = (fr == GATEANN_FILTER_UNKNOWN);

@@ -89,8 +89,8 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static object_access_hook_type prev_object_access_hook = NULL;
 
-static bool
-key_equal(const GateannStoreKey *a, const GateannStoreKey *b)
+bool
+gateann_store_key_equal(const GateannStoreKey *a, const GateannStoreKey *b)
 {
 	return a->dboid == b->dboid && a->spcoid == b->spcoid &&
 		a->relfilenumber == b->relfilenumber && a->indexoid == b->indexoid &&
@@ -249,6 +249,20 @@ drop_stale_mappings(void)
 	LWLockRelease(registry->lock);
 }
 
+/* Record a segment mapped for the session, with one user; its address. */
+static void *
+remember_mapping(dsm_segment *seg)
+{
+	LocalMapping *m = MemoryContextAlloc(TopMemoryContext, sizeof(LocalMapping));
+
+	m->handle = dsm_segment_handle(seg);
+	m->seg = seg;
+	m->users = 1;
+	m->next = mappings;
+	mappings = m;
+	return dsm_segment_address(seg);
+}
+
 /* Map handle in this backend (for the session) and count a user. */
 static void *
 map_segment(dsm_handle handle)
@@ -268,13 +282,7 @@ map_segment(dsm_handle handle)
 	if (seg == NULL)
 		return NULL;			/* removed meanwhile */
 	dsm_pin_mapping(seg);
-	m = MemoryContextAlloc(TopMemoryContext, sizeof(LocalMapping));
-	m->handle = handle;
-	m->seg = seg;
-	m->users = 1;
-	m->next = mappings;
-	mappings = m;
-	return dsm_segment_address(seg);
+	return remember_mapping(seg);
 }
 
 static bool
@@ -345,7 +353,7 @@ gateann_shmem_get(const GateannStoreKey *key, Size bytes,
 					free_entry = e;
 				continue;
 			}
-			if (key_equal(&e->key, key))
+			if (gateann_store_key_equal(&e->key, key))
 			{
 				entry = e;
 				break;
@@ -452,16 +460,7 @@ gateann_shmem_get(const GateannStoreKey *key, Size bytes,
 	LWLockRelease(registry->lock);
 	ConditionVariableBroadcast(&registry->cv);
 
-	{
-		LocalMapping *m = MemoryContextAlloc(TopMemoryContext, sizeof(LocalMapping));
-
-		m->handle = dsm_segment_handle(seg);
-		m->seg = seg;
-		m->users = 1;
-		m->next = mappings;
-		mappings = m;
-	}
-	return dsm_segment_address(seg);
+	return remember_mapping(seg);
 }
 
 bool
@@ -477,7 +476,7 @@ gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes)
 	{
 		RegistryEntry *e = &registry->entries[i];
 
-		if (e->state == ENTRY_READY && key_equal(&e->key, key))
+		if (e->state == ENTRY_READY && gateann_store_key_equal(&e->key, key))
 		{
 			*bytes = e->bytes;
 			found = true;

@@ -41,6 +41,8 @@ typedef struct GateannStoreKey
 	int32		tunnel_neighbors;
 } GateannStoreKey;
 
+extern bool gateann_store_key_equal(const GateannStoreKey *a, const GateannStoreKey *b);
+
 /*
  * Fill `bytes` of memory for `key` (the caller's loader), returning false
  * if it could not (then the store is not published).

@@ -145,6 +145,31 @@ copy_from_record(Relation index, const GateannMetaPageData *meta, BlockNumber bl
 	}
 }
 
+/*
+ * Read `total` bytes written as consecutive pages of `kind` from block
+ * start on (build.c's write_chunked) into dst.
+ */
+static void
+read_chunked(Relation index, BlockNumber start, uint16 kind, const char *what,
+			 char *dst, Size total)
+{
+	BlockNumber blkno;
+	Size		done = 0;
+
+	for (blkno = start; done < total; blkno++)
+	{
+		Buffer		buf = ReadBuffer(index, blkno);
+		Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		if (!gateann_page_is_valid(BufferGetPage(buf), kind))
+			corrupted(index, blkno, what);
+		memcpy(dst + done, PageGetContents(BufferGetPage(buf)), chunk);
+		UnlockReleaseBuffer(buf);
+		done += chunk;
+	}
+}
+
 typedef struct LoadArgs
 {
 	Relation	index;
@@ -223,44 +248,16 @@ load_store(void *dest, Size bytes, void *arg)
 	if (meta->nnodes == 0)
 		return;
 
-	/* codebook */
-	{
-		Size		total = gateann_pq_codebook_bytes(meta->dims);
-		Size		done = 0;
-
-		for (blkno = meta->codebook_start; done < total; blkno++)
-		{
-			Buffer		buf = ReadBuffer(a->index, blkno);
-			Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
-
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			if (!gateann_page_is_valid(BufferGetPage(buf), GATEANN_PAGE_CODEBOOK))
-				corrupted(a->index, blkno, "codebook");
-			memcpy(base + a->layout.codebook_off + done,
-				   PageGetContents(BufferGetPage(buf)), chunk);
-			UnlockReleaseBuffer(buf);
-			done += chunk;
-		}
-	}
+	read_chunked(a->index, meta->codebook_start, GATEANN_PAGE_CODEBOOK, "codebook",
+				 base + a->layout.codebook_off, gateann_pq_codebook_bytes(meta->dims));
 
 	/* filter-column dictionaries, then the coder that uses them */
 	if (meta->nfilter > 0)
 	{
-		Size		done = 0;
 		int			c;
 
-		for (blkno = meta->dict_start; done < meta->dict_bytes; blkno++)
-		{
-			Buffer		buf = ReadBuffer(a->index, blkno);
-			Size		chunk = Min((Size) meta->dict_bytes - done, (Size) GATEANN_PAGE_CAPACITY);
-
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			if (!gateann_page_is_valid(BufferGetPage(buf), GATEANN_PAGE_DICT))
-				corrupted(a->index, blkno, "dictionary");
-			memcpy(base + a->layout.dict_off + done, PageGetContents(BufferGetPage(buf)), chunk);
-			UnlockReleaseBuffer(buf);
-			done += chunk;
-		}
+		read_chunked(a->index, meta->dict_start, GATEANN_PAGE_DICT, "dictionary",
+					 base + a->layout.dict_off, meta->dict_bytes);
 		a->coder = gateann_filter_coder_create(a->index, meta, base + a->layout.dict_off);
 		for (c = 0; c < meta->nfilter; c++)
 			a->cols[c] = (uint8 *) base + a->layout.filter_off[c];
@@ -342,12 +339,6 @@ store_handle(MemoryContext cxt, const GateannStoreKey *key, bool shared, void *b
 	return s;
 }
 
-static bool
-key_equal(const GateannStoreKey *a, const GateannStoreKey *b)
-{
-	return memcmp(a, b, sizeof(GateannStoreKey)) == 0;
-}
-
 static GateannStore *
 private_lookup(const GateannStoreKey *key)
 {
@@ -356,7 +347,7 @@ private_lookup(const GateannStoreKey *key)
 
 	for (s = private_stores; s != NULL; prev = &s->next, s = s->next)
 	{
-		if (key_equal(&s->key, key))
+		if (gateann_store_key_equal(&s->key, key))
 		{
 			*prev = s->next;	/* move to front: most recently used */
 			s->next = private_stores;
@@ -400,7 +391,7 @@ shared_handle_lookup(const GateannStoreKey *key)
 		shared_handles_lxid = GATEANN_MY_LXID();
 	}
 	for (s = shared_handles; s != NULL; s = s->next)
-		if (key_equal(&s->key, key))
+		if (gateann_store_key_equal(&s->key, key))
 			return s;
 	return NULL;
 }
@@ -479,7 +470,7 @@ gateann_store_loaded(Relation index, const GateannMetaPageData *meta,
 	}
 	for (s = private_stores; s != NULL; s = s->next)
 	{
-		if (key_equal(&s->key, &key))
+		if (gateann_store_key_equal(&s->key, &key))
 		{
 			*shared = false;
 			*bytes = s->bytes;
