@@ -7,7 +7,7 @@ CREATE TABLE e (id int, v real[]);
 CREATE INDEX e_idx ON e USING gateann (v);
 SELECT nodes, dims FROM gateann_index_info('e_idx');
 SELECT id FROM e ORDER BY v <-> '{1,2}' LIMIT 5;
--- this version builds indexes only with CREATE INDEX / REINDEX
+-- an index built on no rows has no quantizer yet: it refuses rows until rebuilt
 INSERT INTO e VALUES (1, '{1,2}');
 -- a NULL vector needs no index entry, so it can be inserted
 INSERT INTO e VALUES (2, NULL);
@@ -95,6 +95,10 @@ CREATE INDEX wide_idx ON wide USING gateann (v);
 SELECT nodes, dims, pq_subspaces, pages > 3 * 8 AS multi_page FROM gateann_index_info('wide_idx');
 SELECT id FROM wide ORDER BY v <-> array_fill(2.2::real, ARRAY[16000]) LIMIT 3;
 INSERT INTO wide VALUES (4, array_fill(1::real, ARRAY[16001]));
+-- an insert of a record spanning 8 pages (written in several WAL records)
+INSERT INTO wide VALUES (5, array_fill(2.5::real, ARRAY[16000]));
+SELECT id FROM wide ORDER BY v <-> array_fill(2.5::real, ARRAY[16000]) LIMIT 2;
+SELECT * FROM gateann_verify('wide_idx');
 DROP INDEX wide_idx;
 CREATE INDEX ON wide USING gateann (v);
 DROP TABLE wide;

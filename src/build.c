@@ -676,20 +676,3 @@ gateann_write_meta_page(Relation index, ForkNumber fork, const GateannMetaPageDa
 	MarkBufferDirty(buf);
 	UnlockReleaseBuffer(buf);
 }
-
-bool
-gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
-			   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
-			   IndexInfo *indexInfo)
-{
-	/* A NULL vector is never indexed, so it needs no index change at all. */
-	if (isnull[0])
-		return false;
-	ereport(ERROR,
-			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-			 errmsg("gateann index \"%s\" does not accept new rows yet",
-					RelationGetRelationName(index)),
-			 errdetail("This version of gateann builds indexes with CREATE INDEX and REINDEX only; inserts and non-HOT updates of indexed tables are not supported yet."),
-			 errhint("Load the data first and create the index afterwards, or REINDEX after loading.")));
-	return false;
-}

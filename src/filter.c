@@ -218,8 +218,18 @@ gateann_filter_write_record(const GateannMetaPageData *meta,
 			uint32		len;
 
 			memcpy(&len, src, sizeof(uint32));
-			/* the slot was sized from the longest value, so it fits */
-			Assert(len + VARLENA_SLOT_HEADER <= col->width);
+
+			/*
+			 * The build sized the slot from its longest value; a longer
+			 * value inserted later is flagged overflowed, like one past
+			 * GATEANN_FILTER_MAX_INLINE (the executor's recheck decides).
+			 */
+			if (len + VARLENA_SLOT_HEADER > col->width)
+			{
+				dst[c] = flags | GATEANN_FILTER_OVERFLOW;
+				src += sizeof(uint32) + len;
+				continue;
+			}
 			memcpy(dst + col->offset, &len, sizeof(uint32));
 			memcpy(dst + col->offset + VARLENA_SLOT_HEADER, src + sizeof(uint32), len);
 			src += sizeof(uint32) + len;

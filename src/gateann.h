@@ -32,6 +32,7 @@
 #include "access/genam.h"
 #include "access/itup.h"
 #include "storage/block.h"
+#include "storage/lockdefs.h"
 #include "storage/bufpage.h"
 #include "utils/relcache.h"
 
@@ -242,7 +243,7 @@ extern int	gateann_tunnel_neighbors(const GateannOptions *opts);
 extern char *gateann_tid_string(ItemPointer tid);
 
 /* info.c */
-extern Relation gateann_open_index(Oid relid);
+extern Relation gateann_open_index(Oid relid, LOCKMODE lockmode);
 
 /* build.c */
 extern IndexBuildResult *gateann_build(Relation heap, Relation index,

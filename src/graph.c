@@ -551,3 +551,53 @@ gateann_graph_build(GateannGraph *g, int L, float alpha, int r_max,
 	}
 	gateann_graph_finish(g, s, alpha, r_max);
 }
+
+/*
+ * Choose a node's neighbors among candidates outside any built graph (an
+ * insert into an existing index): a local graph holds the node as local id 0
+ * and the candidates as 1..n, so the build's robust prune and tunneling
+ * order apply unchanged.
+ */
+int
+gateann_graph_prune_vectors(const float *self, const float *cand_vectors,
+							const uint32 *cand_ids, int ncands, int dims,
+							float alpha, int R, int r_max, uint32 *out)
+{
+	GateannGraph g;
+	GateannGraphScratch *s;
+	float	   *vectors;
+	int			i,
+				nout;
+
+	if (ncands == 0)
+		return 0;
+	memset(&g, 0, sizeof(g));
+	g.dims = dims;
+	g.n = ncands + 1;
+	g.R = R;
+	g.capacity = gateann_graph_capacity(R);
+	vectors = palloc(sizeof(float) * dims * (Size) g.n);
+	memcpy(vectors, self, sizeof(float) * dims);
+	memcpy(vectors + dims, cand_vectors, sizeof(float) * dims * (Size) ncands);
+	g.vectors = vectors;
+	g.adj = palloc(sizeof(uint32) * g.capacity * (Size) g.n);
+	g.degree = palloc0(sizeof(uint16) * g.n);
+	g.medoid = 0;
+	s = gateann_graph_scratch_create(&g, ncands + 1);
+
+	for (i = 0; i < ncands; i++)
+	{
+		s->prune_cands[i].id = (uint32) (i + 1);
+		s->prune_cands[i].dist = vdist(&g, 0, (uint32) (i + 1));
+		s->prune_cands[i].expanded = false;
+	}
+	nout = robust_prune(&g, s, 0, s->prune_cands, ncands, alpha, R);
+	memcpy(g.adj, s->prune_out, sizeof(uint32) * nout);
+	g.degree[0] = (uint16) nout;
+	order_for_tunneling(&g, s, 0, r_max);
+
+	nout = g.degree[0];
+	for (i = 0; i < nout; i++)
+		out[i] = cand_ids[g.adj[i] - 1];
+	return nout;
+}

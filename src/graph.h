@@ -61,4 +61,15 @@ extern void gateann_graph_finish(GateannGraph *graph, GateannGraphScratch *scrat
 extern void gateann_graph_build(GateannGraph *graph, int L, float alpha, int r_max,
 								void (*progress) (int pass, uint32 done, uint32 total));
 
+/*
+ * Robust prune (alpha, at most R) of ncands candidates for the node whose
+ * vector is `self`, candidates' vectors given in order (ncands * dims), the
+ * result ordered for tunneling (first r_max a prune at alpha 1), written as
+ * cand_ids into out (room for R).  Returns its length.  Candidates must be
+ * distinct and not the node itself.
+ */
+extern int	gateann_graph_prune_vectors(const float *self, const float *cand_vectors,
+										const uint32 *cand_ids, int ncands, int dims,
+										float alpha, int R, int r_max, uint32 *out);
+
 #endif							/* GATEANN_GRAPH_H */

@@ -68,12 +68,13 @@ metric_name(int metric)
 }
 
 /*
- * Open `relid` as a gateann index, or ERROR naming what it is instead.
+ * Open `relid` as a gateann index with `lockmode`, or ERROR naming what it
+ * is instead.
  */
 Relation
-gateann_open_index(Oid relid)
+gateann_open_index(Oid relid, LOCKMODE lockmode)
 {
-	Relation	rel = try_relation_open(relid, AccessShareLock);
+	Relation	rel = try_relation_open(relid, lockmode);
 
 	if (rel == NULL)
 		ereport(ERROR,
@@ -84,7 +85,7 @@ gateann_open_index(Oid relid)
 	{
 		char	   *name = pstrdup(RelationGetRelationName(rel));
 
-		relation_close(rel, AccessShareLock);
+		relation_close(rel, lockmode);
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a gateann index", name)));
@@ -110,7 +111,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	index = gateann_open_index(relid);
+	index = gateann_open_index(relid, AccessShareLock);
 	gateann_read_meta(index, &meta);
 	opts = gateann_get_options(index);
 	r_max = Min(opts->tunnel_neighbors, meta.max_neighbors);
@@ -144,7 +145,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 Datum
 gateann_prewarm(PG_FUNCTION_ARGS)
 {
-	Relation	index = gateann_open_index(PG_GETARG_OID(0));
+	Relation	index = gateann_open_index(PG_GETARG_OID(0), AccessShareLock);
 	GateannMetaPageData meta;
 	GateannStore *store;
 	int64		bytes;

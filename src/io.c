@@ -636,7 +636,7 @@ degrade_notice(GateannIoMethod wanted, GateannIoMethod used, const char *why)
 }
 
 GateannIo *
-gateann_io_open(Relation index, int max_blocks)
+gateann_io_open(Relation index, int max_blocks, bool buffer_only)
 {
 	GateannIo  *io;
 	GateannIoMethod wanted = (GateannIoMethod) gateann_io_method;
@@ -674,6 +674,8 @@ gateann_io_open(Relation index, int max_blocks)
 
 	if (wanted == GATEANN_IO_AUTO)
 		wanted = GATEANN_IO_URING;
+	if (buffer_only)
+		wanted = GATEANN_IO_BUFFER;
 
 	if (wanted == GATEANN_IO_BUFFER)
 		io->method = GATEANN_IO_BUFFER;

@@ -58,13 +58,15 @@ typedef struct GateannIo GateannIo;
  * blocks each.  The caller must hold a lock on the index for as long as the
  * reader is open (the relation's files must not be unlinked or truncated
  * under it) and close it in the same resource owner (portal) it was opened
- * in.  The width is gateann.io_width at the time of the call.
+ * in.  The width is gateann.io_width at the time of the call.  With
+ * buffer_only, reads go through the buffer manager whatever
+ * gateann.io_method says (the caller knows the files may lag it).
  *
  * The GateannIo does not live in CurrentMemoryContext: if the transaction or
  * portal is aborted before gateann_io_close, the handle and its reads are
  * cleaned up by a resource-owner callback (io.c explains how).
  */
-extern GateannIo *gateann_io_open(Relation index, int max_blocks);
+extern GateannIo *gateann_io_open(Relation index, int max_blocks, bool buffer_only);
 
 /* Closes the reader; reads still in flight are discarded (safely). */
 extern void gateann_io_close(GateannIo *io);

@@ -6,6 +6,7 @@
 #include "page.h"
 
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "utils/rel.h"
 
 void
@@ -26,8 +27,12 @@ gateann_new_buffer(Relation index, ForkNumber fork)
 #if PG_VERSION_NUM >= 160000
 	return ExtendBufferedRel(BMR_REL(index), fork, NULL, EB_LOCK_FIRST);
 #else
-	Buffer		buf = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
+	Buffer		buf;
 
+	/* PG 15's P_NEW needs the extension lock against concurrent extenders */
+	LockRelationForExtension(index, ExclusiveLock);
+	buf = ReadBufferExtended(index, fork, P_NEW, RBM_NORMAL, NULL);
+	UnlockRelationForExtension(index, ExclusiveLock);
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	return buf;
 #endif

@@ -27,10 +27,11 @@
  * one round come in exact order; a later round may find rows closer than
  * some already returned (like pgvector's relaxed_order).
  *
- * Records are read straight from the index's files (the build and VACUUM
- * flush their pages before finishing); a page that fails validation, a read
- * that fails, or a record whose node id is not the one asked for, is re-read
- * through the buffer manager.
+ * Records are read straight from the index's files.  The file may lag shared
+ * buffers for pages writers changed: each node block has a mark in the store
+ * (the LSN the file must have reached, store.h), and a page read from the
+ * file that is older than its mark, fails validation, or holds another node,
+ * is re-read through the buffer manager, as is a read that fails.
  */
 #include "postgres.h"
 
@@ -43,6 +44,7 @@
 #include "vector.h"
 
 #include "access/relscan.h"
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "pgstat.h"
@@ -102,6 +104,7 @@ typedef struct GateannScanOpaqueData
 	bool		filtering;		/* filter has keys */
 	int			filter_mode;	/* gateann.filter_mode of this scan */
 	int			tunnel_neighbors;	/* neighbors used when tunneling */
+	uint32	   *rowbuf;			/* a neighbor-store row copied out */
 
 	FrontierEntry *frontier;
 	int			fsize;
@@ -277,6 +280,14 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 
 		if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
 			return false;
+
+		/*
+		 * Older than the version a writer left in shared buffers (the file
+		 * lags the buffer manager until the page is written out)?
+		 */
+		if (PageGetLSN(page) < gateann_store_block_mark(so->store,
+														blkno + i - meta->node_start))
+			return false;
 		memcpy(dst, PageGetContents(page) + offset, chunk);
 		dst += chunk;
 		remaining -= chunk;
@@ -354,7 +365,8 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 	{
 		uint32		nb = nbrs[i];
 
-		if (nb >= so->store->nnodes || visited_test_and_set(so, nb))
+		/* (a node being inserted right now is not in the store yet) */
+		if (!gateann_store_has(so->store, nb) || visited_test_and_set(so, nb))
 			continue;
 		frontier_insert(so, nb, pq_distance(so, nb));
 	}
@@ -372,7 +384,8 @@ node_may_match(GateannScanOpaque so, uint32 id)
 	if (!so->filtering)
 		return true;
 	gateann_last_scan_stats.filter_checks++;
-	return gateann_filter_store_pass(so->filter, so->store->filter_cols, id);
+	return gateann_filter_store_pass(so->filter,
+									 (const uint8 *const *) so->store->filter_cols, id);
 }
 
 /*
@@ -383,20 +396,20 @@ node_may_match(GateannScanOpaque so, uint32 id)
 static void
 tunnel(GateannScanOpaque so, uint32 id)
 {
-	const uint32 *nbrs;
+	uint32	   *nbrs = so->rowbuf;
 	int			n;
 	int			i;
 	instr_time	start,
 				end;
 
 	INSTR_TIME_SET_CURRENT(start);
-	nbrs = gateann_store_neighbors(so->store, id, &n);
+	n = gateann_store_copy_neighbors(so->store, id, nbrs);
 	n = Min(n, so->tunnel_neighbors);
 	for (i = 0; i < n; i++)
 	{
 		uint32		nb = nbrs[i];
 
-		if (nb >= so->store->nnodes || visited_test_and_set(so, nb))
+		if (!gateann_store_has(so->store, nb) || visited_test_and_set(so, nb))
 			continue;
 		frontier_insert(so, nb, pq_distance(so, nb));
 	}
@@ -586,7 +599,12 @@ begin_search(IndexScanDesc scan)
 	gateann_pq_distance_table(&so->store->pq, so->query,
 							  so->metric == GATEANN_METRIC_L2 ? GATEANN_PQ_L2 : GATEANN_PQ_IP,
 							  so->table);
-	so->io = gateann_io_open(index, so->meta.pages_per_record);
+	/*
+	 * A hot standby replays changes into shared buffers without telling the
+	 * stores which blocks the files lag behind on: read through the buffer
+	 * manager there.
+	 */
+	so->io = gateann_io_open(index, so->meta.pages_per_record, RecoveryInProgress());
 	so->width = gateann_io_width_of(so->io);
 	so->pending = palloc0(sizeof(PendingRead) * so->width);
 	{
@@ -597,8 +615,10 @@ begin_search(IndexScanDesc scan)
 	}
 	so->next_seq = so->head_seq = 0;
 	so->rereads = 0;
-	so->visited = palloc_extended((so->meta.nnodes + 7) / 8,
+	/* ids up to the store's capacity: nodes inserted since meta was read */
+	so->visited = palloc_extended(((Size) so->store->capacity + 7) / 8,
 								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	so->rowbuf = palloc(sizeof(uint32) * Max(so->store->tunnel_neighbors, 1));
 	so->L = Max(gateann_search_list_size, 1);
 	so->frontier = palloc(sizeof(FrontierEntry) * so->L);
 	so->fsize = 0;

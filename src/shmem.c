@@ -94,7 +94,7 @@ gateann_store_key_equal(const GateannStoreKey *a, const GateannStoreKey *b)
 {
 	return a->dboid == b->dboid && a->spcoid == b->spcoid &&
 		a->relfilenumber == b->relfilenumber && a->indexoid == b->indexoid &&
-		a->build_id == b->build_id && a->nnodes == b->nnodes &&
+		a->build_id == b->build_id &&
 		a->tunnel_neighbors == b->tunnel_neighbors;
 }
 
@@ -102,6 +102,19 @@ bool
 gateann_shmem_available(void)
 {
 	return registry != NULL;
+}
+
+uint32
+gateann_shmem_generation(void)
+{
+	uint32		gen;
+
+	if (registry == NULL)
+		return 0;
+	pg_memory_barrier();
+	gen = registry->generation;
+	pg_memory_barrier();
+	return gen;
 }
 
 static void
@@ -325,7 +338,7 @@ make_room(Size bytes)
 }
 
 void *
-gateann_shmem_get(const GateannStoreKey *key, Size bytes,
+gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 				  GateannStoreLoader loader, void *arg)
 {
 	RegistryEntry *entry = NULL;
@@ -353,12 +366,14 @@ gateann_shmem_get(const GateannStoreKey *key, Size bytes,
 					free_entry = e;
 				continue;
 			}
-			if (gateann_store_key_equal(&e->key, key))
+			if (gateann_store_key_equal(&e->key, key) &&
+				(e->key.capacity >= needed || e->state == ENTRY_LOADING))
 			{
+				/* (a store being loaded is waited for, then checked again) */
 				entry = e;
 				break;
 			}
-			/* an older build or store shape of the same index: drop it */
+			/* an older build, store shape or outgrown store of the index */
 			if (e->state == ENTRY_READY && e->key.dboid == key->dboid &&
 				e->key.indexoid == key->indexoid)
 			{

@@ -7,12 +7,15 @@
  * segment cannot be created, each backend keeps a private copy.
  *
  * A store is identified by the index's physical identity (database,
- * tablespace, relfilenumber), its build id and node count, and the number of
- * neighbors per node kept in the neighbor store.  REINDEX, TRUNCATE,
- * VACUUM FULL (new relfilenumber, new build id) therefore never find a stale
- * store; stores of dropped indexes and databases, and least recently used
- * ones past gateann.max_shared_memory, are unpinned and their memory given
- * back once no backend maps them.
+ * tablespace, relfilenumber), its build id, and the number of neighbors per
+ * node kept in the neighbor store.  REINDEX, TRUNCATE, VACUUM FULL (new
+ * relfilenumber, new build id) therefore never find a stale store.  A store
+ * has room for `capacity` nodes; inserts fill it in place (insert.c), and
+ * once the index outgrows it the next user loads a larger one.  Stores of
+ * dropped indexes and databases, outgrown ones, and least recently used ones
+ * past gateann.max_shared_memory, are unpinned and their memory given back
+ * once no backend maps them; every such removal bumps a generation counter,
+ * which writers check to learn that the store they updated is gone.
  */
 #ifndef GATEANN_SHMEM_H
 #define GATEANN_SHMEM_H
@@ -37,10 +40,11 @@ typedef struct GateannStoreKey
 	Oid			relfilenumber;
 	Oid			indexoid;
 	uint64		build_id;
-	uint32		nnodes;
 	int32		tunnel_neighbors;
+	uint32		capacity;		/* nodes the store has room for (not identity) */
 } GateannStoreKey;
 
+/* Same index, same build, same neighbor-store shape (capacity ignored) */
 extern bool gateann_store_key_equal(const GateannStoreKey *a, const GateannStoreKey *b);
 
 /*
@@ -50,14 +54,24 @@ extern bool gateann_store_key_equal(const GateannStoreKey *a, const GateannStore
 typedef void (*GateannStoreLoader) (void *dest, Size bytes, void *arg);
 
 /*
- * The shared copy of the store for key: mapped into this backend, loaded by
- * `loader` (by exactly one backend, others wait) if nobody has it yet.
+ * The shared copy of the store for key with room for at least `needed`
+ * nodes: mapped into this backend, loaded by `loader` into a segment of
+ * `bytes` (for key->capacity nodes; by exactly one backend, others wait) if
+ * nobody has it yet.  A store of the same index that is too small is
+ * removed first.
  * Returns NULL if shared memory cannot be used (not preloaded, segment
  * creation failed: then a WARNING was raised once); the caller keeps a
  * private copy instead.
  */
-extern void *gateann_shmem_get(const GateannStoreKey *key, Size bytes,
+extern void *gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 							   GateannStoreLoader loader, void *arg);
+
+/*
+ * Bumped whenever a shared store is removed.  A writer that updated a store
+ * reads it before and after: if it changed, the store may be gone and the
+ * update must be applied to the current one.
+ */
+extern uint32 gateann_shmem_generation(void);
 
 /* Is a shared store for key loaded (for gateann_index_info)?  Its size. */
 extern bool gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes);

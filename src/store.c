@@ -55,25 +55,57 @@ gateann_store_filter_bytes(const GateannMetaPageData *meta)
 	return bytes;
 }
 
+/* Node blocks holding node ids 0 .. nnodes-1 */
+static uint32
+node_blocks_for(const GateannMetaPageData *meta, uint32 nnodes)
+{
+	if (meta->records_per_page > 0)
+		return (nnodes + meta->records_per_page - 1) / meta->records_per_page;
+	return nnodes * meta->pages_per_record;
+}
+
+/*
+ * Room for the nodes an index has plus an eighth (and at least 1024) for
+ * inserts, so that a growing index reloads its stores now and then, not at
+ * every insert.
+ */
+static uint32
+store_capacity(uint32 nnodes)
+{
+	uint64		cap = (uint64) nnodes + nnodes / 8 + 1024;
+
+	return (uint32) Min(cap, (uint64) GATEANN_MAX_NODES);
+}
+
 static void
-store_layout(GateannStoreHeader *h, const GateannMetaPageData *meta, int r_max)
+store_layout(GateannStoreHeader *h, const GateannMetaPageData *meta, int r_max,
+			 uint32 capacity)
 {
 	Size		off = MAXALIGN(sizeof(GateannStoreHeader));
+	Size		bitmap_bytes = sizeof(pg_atomic_uint32) * (((Size) capacity + 31) / 32);
 
 	memset(h, 0, sizeof(*h));
 	h->magic = STORE_MAGIC;
 	h->nnodes = meta->nnodes;
+	h->capacity = capacity;
+	h->node_blocks = node_blocks_for(meta, capacity);
 	h->dims = meta->dims;
 	h->pq_subspaces = meta->pq_subspaces;
 	h->tunnel_neighbors = r_max;
 	h->codebook_off = off;
-	off += MAXALIGN(meta->nnodes > 0 ? gateann_pq_codebook_bytes(meta->dims) : 0);
+	off += MAXALIGN(meta->dims > 0 ? gateann_pq_codebook_bytes(meta->dims) : 0);
 	h->codes_off = off;
-	off += MAXALIGN((Size) meta->nnodes * meta->pq_subspaces);
+	off += MAXALIGN((Size) capacity * meta->pq_subspaces);
 	h->neighbors_off = off;
-	off += MAXALIGN(gateann_store_neighbor_bytes(meta->nnodes, r_max));
+	off += MAXALIGN(gateann_store_neighbor_bytes(capacity, r_max));
+	h->present_off = off;
+	off += MAXALIGN(bitmap_bytes);
 	h->deleted_off = off;
-	off += MAXALIGN(((Size) meta->nnodes + 7) / 8);
+	off += MAXALIGN(bitmap_bytes);
+	h->marks_off = off;
+	off += MAXALIGN(sizeof(pg_atomic_uint64) * (Size) h->node_blocks);
+	h->rowlocks_off = off;
+	off += MAXALIGN(sizeof(pg_atomic_uint32) * GATEANN_STORE_ROW_LOCKS);
 	h->dict_off = off;
 	off += MAXALIGN(meta->dict_bytes);
 	{
@@ -82,7 +114,7 @@ store_layout(GateannStoreHeader *h, const GateannMetaPageData *meta, int r_max)
 		for (c = 0; c < meta->nfilter; c++)
 		{
 			h->filter_off[c] = off;
-			off += MAXALIGN((Size) meta->nnodes * gateann_filter_store_width(&meta->filter[c]));
+			off += MAXALIGN((Size) capacity * gateann_filter_store_width(&meta->filter[c]));
 		}
 	}
 	h->total = off;
@@ -97,9 +129,9 @@ store_key(GateannStoreKey *key, Relation index, const GateannMetaPageData *meta)
 	key->relfilenumber = GATEANN_REL_FILENUMBER(index);
 	key->indexoid = RelationGetRelid(index);
 	key->build_id = meta->build_id;
-	key->nnodes = meta->nnodes;
 	key->tunnel_neighbors = Min(gateann_get_options(index)->tunnel_neighbors,
 								Max(meta->max_neighbors, 1));
+	key->capacity = store_capacity(meta->nnodes);
 }
 
 static void
@@ -181,6 +213,22 @@ typedef struct LoadArgs
 	char	   *filter_area;	/* filter_size bytes, for records spanning pages */
 } LoadArgs;
 
+static inline void
+bitmap_set(pg_atomic_uint32 *words, uint32 id)
+{
+	pg_atomic_fetch_or_u32(&words[id >> 5], 1U << (id & 31));
+}
+
+/* Raise a block's mark to lsn (marks only ever grow) */
+static inline void
+mark_raise(pg_atomic_uint64 *mark, XLogRecPtr lsn)
+{
+	uint64		old = pg_atomic_read_u64(mark);
+
+	while (old < lsn && !pg_atomic_compare_exchange_u64(mark, &old, lsn))
+		;
+}
+
 /* Extract one record's parts into the store. */
 static void
 load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
@@ -227,7 +275,81 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 				 errhint("REINDEX the index.")));
 	row[0] = (uint32) n;
 	if (hdr.flags & GATEANN_NODE_DELETED)
-		((uint8 *) base + h->deleted_off)[id >> 3] |= (uint8) (1 << (id & 7));
+		bitmap_set((pg_atomic_uint32 *) (base + h->deleted_off), id);
+	bitmap_set((pg_atomic_uint32 *) (base + h->present_off), id);
+}
+
+/*
+ * Load nodes [from, to) of the index into the store at base: one pass over
+ * their pages in order.  Each node block's mark becomes its LSN in shared
+ * buffers: a direct read of the block is current only if the file has
+ * caught up with that.
+ */
+static void
+load_nodes(LoadArgs *a, char *base, uint32 from, uint32 to)
+{
+	const GateannMetaPageData *meta = a->meta;
+	pg_atomic_uint64 *marks = (pg_atomic_uint64 *) (base + a->layout.marks_off);
+	BufferAccessStrategy bas = GetAccessStrategy(BAS_BULKREAD);
+	uint32		id = from;
+
+	while (id < to)
+	{
+		GateannRecordLoc loc = gateann_record_location(meta, id);
+		Buffer		buf;
+		Page		page;
+		uint32		b;
+
+		CHECK_FOR_INTERRUPTS();
+		buf = ReadBufferExtended(a->index, MAIN_FORKNUM, loc.block, RBM_NORMAL, bas);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
+			corrupted(a->index, loc.block, "node");
+		if (meta->records_per_page > 0)
+		{
+			uint32		slot = loc.offset / meta->record_size;
+
+			for (; slot < meta->records_per_page && id < to; slot++, id++)
+				load_record(a, base, id, PageGetContents(page) + slot * meta->record_size,
+							loc.block, page, bas);
+			mark_raise(&marks[loc.block - meta->node_start], BufferGetLSNAtomic(buf));
+		}
+		else
+		{
+			load_record(a, base, id++, NULL, loc.block, page, bas);
+			/* the record's other pages were read by copy_from_record */
+			for (b = 0; b < meta->pages_per_record; b++)
+			{
+				Buffer		other = b == 0 ? buf :
+					ReadBufferExtended(a->index, MAIN_FORKNUM, loc.block + b, RBM_NORMAL, bas);
+
+				if (b > 0)
+					LockBuffer(other, BUFFER_LOCK_SHARE);
+				mark_raise(&marks[loc.block + b - meta->node_start],
+						   BufferGetLSNAtomic(other));
+				if (b > 0)
+					UnlockReleaseBuffer(other);
+			}
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	FreeAccessStrategy(bas);
+}
+
+/* The filter coder of a load, over the store's dictionaries */
+static void
+load_filter_setup(LoadArgs *a, char *base)
+{
+	const GateannMetaPageData *meta = a->meta;
+	int			c;
+
+	if (meta->nfilter == 0)
+		return;
+	a->coder = gateann_filter_coder_create(a->index, meta, base + a->layout.dict_off);
+	for (c = 0; c < meta->nfilter; c++)
+		a->cols[c] = (uint8 *) base + a->layout.filter_off[c];
+	a->filter_area = palloc(Max(meta->filter_size, 1));
 }
 
 /* GateannStoreLoader: fill `dest` (layout->total bytes) from the index. */
@@ -237,68 +359,32 @@ load_store(void *dest, Size bytes, void *arg)
 	LoadArgs   *a = (LoadArgs *) arg;
 	const GateannMetaPageData *meta = a->meta;
 	char	   *base = (char *) dest;
-	BufferAccessStrategy bas;
-	BlockNumber blkno;
-	BlockNumber end = meta->node_start + meta->node_pages;
-	uint32		id = 0;
+	GateannStoreHeader *h = &a->layout;
+	Size		i;
 
 	Assert(bytes == a->layout.total);
 	memset(base, 0, bytes);
 	memcpy(base, &a->layout, sizeof(GateannStoreHeader));
+	for (i = 0; i < ((Size) h->capacity + 31) / 32; i++)
+	{
+		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->present_off) + i, 0);
+		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->deleted_off) + i, 0);
+	}
+	for (i = 0; i < h->node_blocks; i++)
+		pg_atomic_init_u64((pg_atomic_uint64 *) (base + h->marks_off) + i, 0);
+	for (i = 0; i < GATEANN_STORE_ROW_LOCKS; i++)
+		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->rowlocks_off) + i, 0);
+	pg_atomic_init_u32(&((GateannStoreHeader *) base)->caught_up, meta->nnodes);
 	if (meta->nnodes == 0)
 		return;
 
 	read_chunked(a->index, meta->codebook_start, GATEANN_PAGE_CODEBOOK, "codebook",
 				 base + a->layout.codebook_off, gateann_pq_codebook_bytes(meta->dims));
-
-	/* filter-column dictionaries, then the coder that uses them */
 	if (meta->nfilter > 0)
-	{
-		int			c;
-
 		read_chunked(a->index, meta->dict_start, GATEANN_PAGE_DICT, "dictionary",
 					 base + a->layout.dict_off, meta->dict_bytes);
-		a->coder = gateann_filter_coder_create(a->index, meta, base + a->layout.dict_off);
-		for (c = 0; c < meta->nfilter; c++)
-			a->cols[c] = (uint8 *) base + a->layout.filter_off[c];
-		a->filter_area = palloc(Max(meta->filter_size, 1));
-	}
-
-	/* node records, one sequential pass */
-	bas = GetAccessStrategy(BAS_BULKREAD);
-	for (blkno = meta->node_start; blkno < end && id < meta->nnodes; blkno++)
-	{
-		Buffer		buf;
-		Page		page;
-
-		CHECK_FOR_INTERRUPTS();
-		if (meta->records_per_page == 0 &&
-			(blkno - meta->node_start) % meta->pages_per_record != 0)
-			continue;
-		buf = ReadBufferExtended(a->index, MAIN_FORKNUM, blkno, RBM_NORMAL, bas);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
-			corrupted(a->index, blkno, "node");
-		if (meta->records_per_page > 0)
-		{
-			uint32		slot;
-
-			for (slot = 0; slot < meta->records_per_page && id < meta->nnodes; slot++, id++)
-				load_record(a, base, id, PageGetContents(page) + slot * meta->record_size,
-							blkno, page, bas);
-		}
-		else
-			load_record(a, base, id++, NULL, blkno, page, bas);
-		UnlockReleaseBuffer(buf);
-	}
-	FreeAccessStrategy(bas);
-	if (id != meta->nnodes)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("gateann index \"%s\" has %u node records, metapage says %u",
-						RelationGetRelationName(a->index), id, meta->nnodes),
-				 errhint("REINDEX the index.")));
+	load_filter_setup(a, base);
+	load_nodes(a, base, 0, meta->nnodes);
 }
 
 /* Point a handle's fields into a loaded block */
@@ -306,23 +392,27 @@ static void
 store_attach(GateannStore *s, void *base)
 {
 	GateannStoreHeader *h = (GateannStoreHeader *) base;
+	char	   *b = (char *) base;
 
 	s->hdr = h;
-	s->nnodes = h->nnodes;
+	s->capacity = h->capacity;
 	s->pq_subspaces = h->pq_subspaces;
 	s->tunnel_neighbors = h->tunnel_neighbors;
 	s->pq.dims = h->dims;
 	s->pq.m = h->pq_subspaces;
-	s->pq.centroids = (float *) ((char *) base + h->codebook_off);
-	s->codes = (const uint8 *) base + h->codes_off;
-	s->neighbors = (const uint32 *) ((char *) base + h->neighbors_off);
-	s->deleted = (const uint8 *) base + h->deleted_off;
-	s->dict = (const char *) base + h->dict_off;
+	s->pq.centroids = (float *) (b + h->codebook_off);
+	s->codes = (uint8 *) b + h->codes_off;
+	s->neighbors = (uint32 *) (b + h->neighbors_off);
+	s->present = (pg_atomic_uint32 *) (b + h->present_off);
+	s->deleted = (pg_atomic_uint32 *) (b + h->deleted_off);
+	s->marks = (pg_atomic_uint64 *) (b + h->marks_off);
+	s->rowlocks = (pg_atomic_uint32 *) (b + h->rowlocks_off);
+	s->dict = (const char *) b + h->dict_off;
 	{
 		int			c;
 
 		for (c = 0; c < GATEANN_MAX_FILTER_COLS; c++)
-			s->filter_cols[c] = h->filter_off[c] ? (const uint8 *) base + h->filter_off[c] : NULL;
+			s->filter_cols[c] = h->filter_off[c] ? (uint8 *) b + h->filter_off[c] : NULL;
 	}
 	s->bytes = h->total;
 }
@@ -336,6 +426,7 @@ store_handle(MemoryContext cxt, const GateannStoreKey *key, bool shared, void *b
 	s->key = *key;
 	s->shared = shared;
 	store_attach(s, base);
+	s->key.capacity = s->capacity;
 	return s;
 }
 
@@ -379,8 +470,54 @@ private_evict(const GateannStoreKey *key)
 	}
 }
 
+/*
+ * Make every node of meta present in the store.  Writers publish the nodes
+ * they add themselves, but not everyone can: a private copy misses other
+ * backends' inserts, a hot standby's stores miss every replayed insert, and
+ * an insert that failed half-way may leave its node out.  Missing nodes are
+ * loaded from their pages.  (Changes to older nodes' rows by other
+ * backends, on a private copy or a standby, are missed until the store is
+ * reloaded: those rows only steer tunneling, and every record read brings
+ * its full, current list.)
+ */
+static void
+store_catch_up(GateannStore *s, Relation index, const GateannMetaPageData *meta)
+{
+	GateannStoreHeader *h = s->hdr;
+	uint32		from = pg_atomic_read_u32(&h->caught_up);
+	uint32		to = Min(meta->nnodes, s->capacity);
+	LoadArgs	args;
+	bool		setup = false;
+	uint32		id;
+
+	if (to <= from)
+		return;
+	memset(&args, 0, sizeof(args));
+	args.index = index;
+	args.meta = meta;
+	args.layout = *h;
+	for (id = from; id < to; id++)
+	{
+		uint32		end;
+
+		if (gateann_store_has(s, id))
+			continue;
+		for (end = id + 1; end < to && !gateann_store_has(s, end); end++)
+			;
+		if (!setup)
+		{
+			load_filter_setup(&args, (char *) h);
+			setup = true;
+		}
+		load_nodes(&args, (char *) h, id, end);
+		id = end;
+	}
+	while (from < to && !pg_atomic_compare_exchange_u32(&h->caught_up, &from, to))
+		;
+}
+
 static GateannStore *
-shared_handle_lookup(const GateannStoreKey *key)
+shared_handle_lookup(const GateannStoreKey *key, uint32 needed)
 {
 	GateannStore *s;
 
@@ -391,7 +528,7 @@ shared_handle_lookup(const GateannStoreKey *key)
 		shared_handles_lxid = GATEANN_MY_LXID();
 	}
 	for (s = shared_handles; s != NULL; s = s->next)
-		if (gateann_store_key_equal(&s->key, key))
+		if (gateann_store_key_equal(&s->key, key) && s->capacity >= needed)
 			return s;
 	return NULL;
 }
@@ -406,23 +543,32 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	MemoryContext cxt;
 
 	store_key(&key, index, meta);
+	/* room for one more node than the index has: the next insert's */
+	if ((s = shared_handle_lookup(&key, meta->nnodes + 1)) != NULL)
+	{
+		store_catch_up(s, index, meta);
+		return s;
+	}
+	if ((s = private_lookup(&key)) != NULL && meta->nnodes < s->capacity)
+	{
+		store_catch_up(s, index, meta);
+		return s;
+	}
+	/* (an outgrown private copy is replaced below) */
+
 	memset(&args, 0, sizeof(args));
 	args.index = index;
 	args.meta = meta;
-	store_layout(&args.layout, meta, key.tunnel_neighbors);
+	store_layout(&args.layout, meta, key.tunnel_neighbors, key.capacity);
 
-	if ((s = shared_handle_lookup(&key)) != NULL)
-		return s;
-	if ((s = private_lookup(&key)) != NULL)
-		return s;
-
-	base = gateann_shmem_get(&key, args.layout.total, load_store, &args);
+	base = gateann_shmem_get(&key, meta->nnodes + 1, args.layout.total, load_store, &args);
 	if (base != NULL)
 	{
 		/* handle lives for the transaction, like the mapping's use count */
 		s = store_handle(TopTransactionContext, &key, true, base);
 		s->next = shared_handles;
 		shared_handles = s;
+		store_catch_up(s, index, meta);
 		return s;
 	}
 
@@ -439,8 +585,11 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 								ALLOCSET_DEFAULT_SIZES);
 	PG_TRY();
 	{
+		MemoryContext oldcxt = MemoryContextSwitchTo(cxt);
+
 		base = MemoryContextAllocHuge(cxt, args.layout.total);
 		load_store(base, args.layout.total, &args);
+		MemoryContextSwitchTo(oldcxt);
 	}
 	PG_CATCH();
 	{
@@ -478,4 +627,92 @@ gateann_store_loaded(Relation index, const GateannMetaPageData *meta,
 		}
 	}
 	return false;
+}
+
+/* ---- rows under sequence locks ------------------------------------------ */
+
+int
+gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf)
+{
+	pg_atomic_uint32 *lock = &s->rowlocks[id % GATEANN_STORE_ROW_LOCKS];
+	const uint32 *row = s->neighbors + (Size) id * (1 + s->tunnel_neighbors);
+
+	for (;;)
+	{
+		uint32		before = pg_atomic_read_u32(lock);
+		int			n;
+
+		if (before & 1)
+		{
+			pg_spin_delay();	/* a writer is in the middle of it */
+			continue;
+		}
+		pg_read_barrier();
+		n = Min((int) row[0], s->tunnel_neighbors);
+		memcpy(buf, row + 1, sizeof(uint32) * n);
+		pg_read_barrier();
+		if (pg_atomic_read_u32(lock) == before)
+			return n;
+	}
+}
+
+void
+gateann_store_set_neighbors(GateannStore *s, uint32 id, const uint32 *nbrs, int n)
+{
+	pg_atomic_uint32 *lock = &s->rowlocks[id % GATEANN_STORE_ROW_LOCKS];
+	uint32	   *row = s->neighbors + (Size) id * (1 + s->tunnel_neighbors);
+
+	Assert(id < s->capacity);
+	n = Min(n, s->tunnel_neighbors);
+	for (;;)
+	{
+		uint32		v = pg_atomic_read_u32(lock);
+
+		if ((v & 1) == 0 && pg_atomic_compare_exchange_u32(lock, &v, v + 1))
+			break;
+		pg_spin_delay();
+	}
+	/* (the exchange is a full barrier) */
+	row[0] = (uint32) n;
+	memcpy(row + 1, nbrs, sizeof(uint32) * n);
+	pg_write_barrier();
+	pg_atomic_fetch_add_u32(lock, 1);
+}
+
+void
+gateann_store_set_node(GateannStore *s, Relation index, const GateannMetaPageData *meta,
+					   uint32 id, const char *record)
+{
+	Assert(id < s->capacity);
+	memcpy(s->codes + (Size) id * s->pq_subspaces,
+		   record + meta->pqcode_offset, s->pq_subspaces);
+	if (meta->nfilter > 0)
+	{
+		GateannFilterCoder *coder = gateann_filter_coder_create(index, meta, s->dict);
+
+		gateann_filter_coder_code(coder, (const uint8 *) record + meta->filter_offset,
+								  id, s->filter_cols);
+	}
+}
+
+void
+gateann_store_set_present(GateannStore *s, uint32 id)
+{
+	pg_write_barrier();			/* entries before the bit */
+	bitmap_set(s->present, id);
+}
+
+void
+gateann_store_set_deleted(GateannStore *s, uint32 id)
+{
+	if (id < s->capacity)
+		bitmap_set(s->deleted, id);
+}
+
+void
+gateann_store_mark_block(GateannStore *s, uint32 blkno_in_nodes, XLogRecPtr lsn)
+{
+	if (blkno_in_nodes >= s->hdr->node_blocks)
+		return;					/* beyond the store: read through the buffer */
+	mark_raise(&s->marks[blkno_in_nodes], lsn);
 }

@@ -11,7 +11,12 @@
  *
  * All of it is one contiguous block laid out by GateannStoreHeader, so it
  * can live in a dynamic shared memory segment (shmem.c) shared by every
- * backend, or in a backend's private memory when it cannot.
+ * backend, or in a backend's private memory when it cannot.  The block has
+ * room for more nodes than the index has (inserts fill it in place), a
+ * "present" bit per node saying its entries are complete, and per node
+ * block the LSN the file must have reached before a direct read of it can
+ * be trusted (SPEC §4.3; the loader sets it to the page's LSN in shared
+ * buffers, writers raise it).
  */
 #ifndef GATEANN_STORE_H
 #define GATEANN_STORE_H
@@ -20,21 +25,37 @@
 #include "pq.h"
 #include "shmem.h"
 
+#include "access/xlogdefs.h"
+#include "port/atomics.h"
+
 typedef struct GateannStoreHeader
 {
 	uint32		magic;
-	uint32		nnodes;
+	uint32		nnodes;			/* nodes loaded from the pages */
+	pg_atomic_uint32 caught_up;	/* every node below this is present */
+	uint32		capacity;		/* nodes there is room for (inserts) */
+	uint32		node_blocks;	/* page marks: node blocks of capacity nodes */
 	int32		dims;
 	int32		pq_subspaces;
 	int32		tunnel_neighbors;	/* R_max */
 	Size		codebook_off;
 	Size		codes_off;
 	Size		neighbors_off;
+	Size		present_off;
 	Size		deleted_off;
+	Size		marks_off;
+	Size		rowlocks_off;
 	Size		dict_off;		/* filter-column dictionaries */
 	Size		filter_off[GATEANN_MAX_FILTER_COLS];	/* per column codes */
 	Size		total;
 } GateannStoreHeader;
+
+/*
+ * Neighbor-store rows are rewritten in place by inserts; a row is read and
+ * written under one of these sequence locks (even: stable, odd: being
+ * written), so a reader never uses a torn row.
+ */
+#define GATEANN_STORE_ROW_LOCKS	1024
 
 /* A backend's handle on a store (shared or private) */
 typedef struct GateannStore
@@ -44,15 +65,18 @@ typedef struct GateannStore
 	Size		bytes;
 	GateannStoreHeader *hdr;
 
-	uint32		nnodes;
+	uint32		capacity;		/* node ids below it have room in the store */
 	int			pq_subspaces;
 	int			tunnel_neighbors;	/* R_max */
 	GateannPQ	pq;				/* codebook */
-	const uint8 *codes;
-	const uint32 *neighbors;	/* stride 1 + R_max */
-	const uint8 *deleted;		/* bitmap */
+	uint8	   *codes;
+	uint32	   *neighbors;		/* stride 1 + R_max */
+	pg_atomic_uint32 *present;	/* bitmap: node's entries are complete */
+	pg_atomic_uint32 *deleted;	/* bitmap: node is known deleted */
+	pg_atomic_uint64 *marks;	/* per node block: LSN the file must reach */
+	pg_atomic_uint32 *rowlocks;
 	const char *dict;			/* filter-column dictionaries */
-	const uint8 *filter_cols[GATEANN_MAX_FILTER_COLS]; /* filter store */
+	uint8	   *filter_cols[GATEANN_MAX_FILTER_COLS];	/* filter store */
 
 	MemoryContext cxt;			/* private copies only */
 	struct GateannStore *next;
@@ -65,8 +89,8 @@ extern Size gateann_store_filter_bytes(const GateannMetaPageData *meta);
 
 /*
  * The store of `index` matching `meta` (read by the caller) and the index's
- * current tunnel_neighbors, loading it if needed.  Valid until the end of
- * the transaction.
+ * current tunnel_neighbors, with every node of meta->nnodes present, loading
+ * or growing it if needed.  Valid until the end of the transaction.
  */
 extern GateannStore *gateann_store_get(Relation index, const GateannMetaPageData *meta);
 
@@ -77,20 +101,63 @@ extern GateannStore *gateann_store_get(Relation index, const GateannMetaPageData
 extern bool gateann_store_loaded(Relation index, const GateannMetaPageData *meta,
 								 bool *shared, Size *bytes);
 
+/* ---- reading ------------------------------------------------------------ */
+
+/* Does the store hold node id's entries (PQ code, row, filter codes)? */
+static inline bool
+gateann_store_has(const GateannStore *s, uint32 id)
+{
+	bool		has;
+
+	if (id >= s->capacity)
+		return false;
+	has = (pg_atomic_read_u32(&s->present[id >> 5]) & (1U << (id & 31))) != 0;
+	pg_read_barrier();			/* entries are read after the bit */
+	return has;
+}
+
 static inline bool
 gateann_store_is_deleted(const GateannStore *s, uint32 id)
 {
-	return (s->deleted[id >> 3] & (1 << (id & 7))) != 0;
+	return (pg_atomic_read_u32(&s->deleted[id >> 5]) & (1U << (id & 31))) != 0;
 }
 
-/* Neighbor list of id in the neighbor store: count in *n. */
-static inline const uint32 *
-gateann_store_neighbors(const GateannStore *s, uint32 id, int *n)
+/* Copy id's row of the neighbor store into buf (R_max ids); its length. */
+extern int	gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf);
+
+/*
+ * Node block `blkno_in_nodes` (counted from the metapage's node_start) read
+ * from the file is current if its page LSN is at least this.
+ */
+static inline XLogRecPtr
+gateann_store_block_mark(const GateannStore *s, uint32 blkno_in_nodes)
 {
-	const uint32 *row = s->neighbors + (Size) id * (1 + s->tunnel_neighbors);
-
-	*n = (int) row[0];
-	return row + 1;
+	if (blkno_in_nodes >= s->hdr->node_blocks)
+		return (XLogRecPtr) PG_UINT64_MAX;	/* unknown block: use the buffer */
+	return (XLogRecPtr) pg_atomic_read_u64(&s->marks[blkno_in_nodes]);
 }
+
+/* ---- writing (insert.c, vacuum.c) --------------------------------------- */
+
+/* Set id's PQ code and filter codes (from its record's filter area). */
+extern void gateann_store_set_node(GateannStore *s, Relation index,
+								   const GateannMetaPageData *meta, uint32 id,
+								   const char *record);
+
+/* Rewrite id's neighbor-store row from its full neighbor list. */
+extern void gateann_store_set_neighbors(GateannStore *s, uint32 id,
+										const uint32 *nbrs, int n);
+
+/* Publish id: its entries are complete (after set_node/set_neighbors). */
+extern void gateann_store_set_present(GateannStore *s, uint32 id);
+
+extern void gateann_store_set_deleted(GateannStore *s, uint32 id);
+
+/*
+ * A writer changed node block blkno_in_nodes; the file holds the change once
+ * its page LSN reaches lsn.  Call while the page is still locked.
+ */
+extern void gateann_store_mark_block(GateannStore *s, uint32 blkno_in_nodes,
+									 XLogRecPtr lsn);
 
 #endif							/* GATEANN_STORE_H */

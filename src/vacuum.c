@@ -11,6 +11,7 @@
 
 #include "gateann.h"
 #include "page.h"
+#include "store.h"
 
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
@@ -48,10 +49,17 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	uint32		newly_deleted = 0;
 	double		live = 0;
 
+	GateannStore *store = NULL;
+	bool		shared;
+	Size		bytes;
+
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 
 	gateann_read_meta(index, &meta);
+	/* scans skip deleted nodes' reads: tell a loaded store (never load one) */
+	if (gateann_store_loaded(index, &meta, &shared, &bytes))
+		store = gateann_store_get(index, &meta);
 	end = meta.node_start + meta.node_pages;
 	for (blkno = meta.node_start; blkno < end && id < meta.nnodes; blkno++)
 	{
@@ -87,6 +95,8 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 						(PageGetContents(page) + slot * meta.record_size);
 				}
 				hdr->flags |= GATEANN_NODE_DELETED;
+				if (store != NULL)
+					gateann_store_set_deleted(store, id);
 				newly_deleted++;
 				stats->tuples_removed += 1;
 			}

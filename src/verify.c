@@ -20,6 +20,8 @@
 #include "page.h"
 #include "store.h"
 
+#include "access/xlog.h"
+
 #include "access/relation.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -111,13 +113,26 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 	if (store != NULL)
 	{
 		int			n;
-		const uint32 *row = gateann_store_neighbors(store, id, &n);
+		uint32		row[GATEANN_MAX_NEIGHBORS_LIMIT];
 
+		if (!gateann_store_has(store, id))
+		{
+			problem(vs, "node %u: missing from the in-memory stores", id);
+			return;
+		}
 		if (memcmp(store->codes + (Size) id * meta->pq_subspaces,
 				   GateannRecordPQCode(meta, rec), meta->pq_subspaces) != 0)
 			problem(vs, "node %u: in-memory PQ code differs from the record", id);
-		if (n != Min((int) hdr->nneighbors, store->tunnel_neighbors) ||
-			memcmp(row, nbrs, sizeof(uint32) * n) != 0)
+
+		/*
+		 * Rows are kept current by writers in a shared store only: private
+		 * copies and a standby's stores miss other backends' changes to
+		 * existing rows by design (store.c).
+		 */
+		n = gateann_store_copy_neighbors(store, id, row);
+		if (store->shared && !RecoveryInProgress() &&
+			(n != Min((int) hdr->nneighbors, store->tunnel_neighbors) ||
+			 memcmp(row, nbrs, sizeof(uint32) * n) != 0))
 			problem(vs, "node %u: neighbor store row differs from the record", id);
 		if (gateann_store_is_deleted(store, id) && !(hdr->flags & GATEANN_NODE_DELETED))
 			problem(vs, "node %u: deleted in memory, not in the record", id);
@@ -138,13 +153,19 @@ gateann_verify(PG_FUNCTION_ARGS)
 	char	   *rec;
 	uint32		id;
 	uint32		ndeleted = 0;
+	LOCKMODE	lockmode;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	vs.tupstore = rsinfo->setResult;
 	vs.tupdesc = rsinfo->setDesc;
 	vs.nproblems = 0;
 
-	index = gateann_open_index(PG_GETARG_OID(0));
+	/*
+	 * ShareLock: writers (inserts, VACUUM) wait until the check is done.  A
+	 * hot standby allows no more than AccessShareLock (and has no writers).
+	 */
+	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
+	index = gateann_open_index(PG_GETARG_OID(0), lockmode);
 	gateann_read_meta(index, &meta);	/* errors out on a bad metapage */
 	nblocks = RelationGetNumberOfBlocks(index);
 
@@ -201,6 +222,6 @@ done:
 		vs.nproblems = 0;		/* let this last row through */
 		problem(&vs, "... and %d more problems", more);
 	}
-	relation_close(index, AccessShareLock);
+	relation_close(index, lockmode);
 	return (Datum) 0;
 }

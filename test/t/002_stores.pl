@@ -112,14 +112,15 @@ is($rows{io_uring}, $rows{buffer}, 'tablespace index: io_uring and buffer give t
 is($rows{buffer}, $before, 'tablespace index: same rows as before');
 
 # --- gateann.max_shared_memory: LRU eviction, and a store that does not fit -------------------
-# t_ts_idx's stores are ~0.45 MB and t3's ~0.75 MB: a 1 MB budget holds one of them.
-$node->safe_psql('postgres', q{CREATE TABLE t3 AS SELECT i AS id, v FROM t, generate_series(0, 1) g(i);
+# Stores have room for an eighth more nodes + 1024 (for inserts): t_ts_idx's (3000 rows) are
+# ~0.65 MB, t3's (9000 rows) ~1.6 MB, so a 2 MB budget holds one of them.
+$node->safe_psql('postgres', q{CREATE TABLE t3 AS SELECT i AS id, v FROM t, generate_series(0, 2) g(i);
 CREATE INDEX t_ts2_idx ON t3 USING gateann (v) TABLESPACE elsewhere});
-$node->append_conf('postgresql.conf', q{gateann.max_shared_memory = '1MB'});
+$node->append_conf('postgresql.conf', q{gateann.max_shared_memory = '2MB'});
 $node->reload;
 $s1->query_safe(q{SELECT gateann_prewarm('t_ts_idx')});
 is($node->safe_psql('postgres', q{SELECT shared FROM gateann_index_info('t_ts_idx')}), 't',
-	'first store loaded under a 1 MB budget');
+	'first store loaded under a 2 MB budget');
 $s1->query_safe(q{SELECT gateann_prewarm('t_ts2_idx')});
 is($node->safe_psql('postgres', q{SELECT ARRAY[(SELECT shared FROM gateann_index_info('t_ts_idx')),
   (SELECT shared FROM gateann_index_info('t_ts2_idx'))]}), '{f,t}',

@@ -1,0 +1,836 @@
+/*
+ * insert.c — aminsert: adding a row to a built index (FreshDiskANN's insert).
+ *
+ *   1. encode the new vector with the index's PQ codebook and copy its
+ *      filter columns into a record, as the build does;
+ *   2. greedy search for it from the entry point (PQ distances steer, every
+ *      expanded record is read through the buffer manager for its exact
+ *      distance and full neighbor list);
+ *   3. robust prune of the expanded nodes (alpha of the build) gives its
+ *      neighbors, ordered for tunneling like every list;
+ *   4. take the next node id under the metapage lock and write the record
+ *      (generic WAL: metapage and node page in one record when they fit);
+ *   5. add the reverse edge to each neighbor's list, one page at a time: an
+ *      append while the list has room, else a robust prune of the list plus
+ *      the new node on exact vectors (those the search read, or the
+ *      neighbors' records through shared buffers).
+ *
+ * No lock is held across steps: the metapage lock only while a node id is
+ * taken and its record written, each neighbor's page lock only while its
+ * list is rewritten.  Scans take page locks in share mode one page at a time
+ * (or read the files directly), so they never see a torn list; a list is
+ * either the old or the new one.
+ *
+ * The in-memory stores are updated in place, in the order scans need:
+ * the new node's PQ code, filter codes and neighbor row, then its "present"
+ * bit (scans skip ids whose bit is not set), then its reverse edges.  Every
+ * change to a neighbor-store row and every node block mark is made while the
+ * page it mirrors is locked, so the stores change in the same order as the
+ * pages.  If the store was replaced meanwhile (outgrown, evicted: the
+ * registry's generation moved), the nodes this insert touched are copied
+ * again from their pages into the current store.
+ *
+ * The files the scans read directly lag shared buffers: each changed block
+ * gets a mark in the store (the page's new LSN), and scans re-read a block
+ * whose file copy is older through the buffer manager (scan.c).  Pages of
+ * relations without WAL have no LSNs: there the changed pages are written
+ * out before the insert returns, as they are when the stores are private
+ * copies (whose marks other backends cannot see).
+ */
+#include "postgres.h"
+
+#include "gateann.h"
+#include "distance.h"
+#include "filter.h"
+#include "graph.h"
+#include "page.h"
+#include "pq.h"
+#include "store.h"
+#include "vector.h"
+
+#include "access/generic_xlog.h"
+#include "nodes/execnodes.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+/* Pages of a record that hold its header and its neighbor list */
+#define MAX_LOCKED_PAGES	3
+
+typedef struct LockedRecord
+{
+	int			npages;
+	uint32		page_index[MAX_LOCKED_PAGES];	/* page within the record */
+	Buffer		bufs[MAX_LOCKED_PAGES];
+	Page		pages[MAX_LOCKED_PAGES];	/* buffer pages, or generic WAL copies */
+	GenericXLogState *state;
+} LockedRecord;
+
+/* A node the search expanded */
+typedef struct Expanded
+{
+	uint32		id;
+	float		dist;			/* exact, squared L2 */
+	bool		deleted;
+} Expanded;
+
+typedef struct Frontier
+{
+	uint32		id;
+	float		dist;			/* PQ */
+	bool		expanded;
+} Frontier;
+
+typedef struct InsertState
+{
+	Relation	index;
+	GateannMetaPageData meta;
+	GateannStore *store;
+	int			r_max;
+	float	   *vector;			/* the new vector (unit length for cosine) */
+	float	   *table;			/* PQ distance table of vector */
+	char	   *record;			/* the new record */
+	char	   *scratch;		/* a record read back */
+	char	   *scratch2;
+	/* the search's expanded nodes, with exact vectors */
+	Expanded   *exp;
+	float	   *exp_vectors;
+	int			nexp;
+	/* reverse-edge prunes */
+	float	   *jvec;			/* the neighbor's vector */
+	float	   *known;			/* its neighbors' exact vectors */
+	float	   *decoded;		/* candidates' vectors */
+} InsertState;
+
+/*
+ * Must changed pages be written out at once?  Block marks need page LSNs
+ * (relations without WAL have none) and readers that see them (a private
+ * copy of the stores sees only its own backend's marks).  Temporary
+ * relations are flushed once at the end instead: their local buffers
+ * belong to this backend alone.
+ */
+static bool
+write_through(const InsertState *is)
+{
+	if (RelationUsesLocalBuffers(is->index))
+		return false;
+	return !RelationNeedsWAL(is->index) || !is->store->shared;
+}
+
+/* Which page of a record holds record byte `from`, and where in it */
+static inline void
+record_byte_position(const GateannMetaPageData *meta, uint32 id, uint32 from,
+					 uint32 *page_index, uint32 *offset)
+{
+	GateannRecordLoc loc = gateann_record_location(meta, id);
+
+	if (meta->records_per_page > 0)
+	{
+		*page_index = 0;
+		*offset = loc.offset + from;
+	}
+	else
+	{
+		*page_index = from / GATEANN_PAGE_CAPACITY;
+		*offset = from % GATEANN_PAGE_CAPACITY;
+	}
+}
+
+static int
+locked_slot(const LockedRecord *lr, uint32 page_index)
+{
+	int			i;
+
+	for (i = 0; i < lr->npages; i++)
+		if (lr->page_index[i] == page_index)
+			return i;
+	elog(ERROR, "gateann: record page %u is not locked", page_index);
+	return -1;					/* keep compiler quiet */
+}
+
+/* Copy record bytes [from, from+len) between `buf` and the locked pages. */
+static void
+record_bytes(const GateannMetaPageData *meta, LockedRecord *lr, uint32 id,
+			 uint32 from, uint32 len, char *buf, bool write)
+{
+	while (len > 0)
+	{
+		uint32		page_index,
+					offset,
+					chunk;
+		char	   *p;
+
+		record_byte_position(meta, id, from, &page_index, &offset);
+		chunk = Min(len, (uint32) GATEANN_PAGE_CAPACITY - offset);
+		p = PageGetContents(lr->pages[locked_slot(lr, page_index)]) + offset;
+		if (write)
+			memcpy(p, buf, chunk);
+		else
+			memcpy(buf, p, chunk);
+		buf += chunk;
+		from += chunk;
+		len -= chunk;
+	}
+}
+
+/*
+ * Lock (exclusively) the pages of node id's record holding its header and
+ * its neighbor list, in block order.
+ */
+static void
+record_lock(Relation index, const GateannMetaPageData *meta, uint32 id, LockedRecord *lr)
+{
+	GateannRecordLoc loc = gateann_record_location(meta, id);
+	uint32		ranges[2][2] = {{0, sizeof(GateannNodeHeader)},
+	{meta->neighbors_offset, sizeof(uint32) * meta->max_neighbors}};
+	int			r,
+				i;
+
+	memset(lr, 0, sizeof(*lr));
+	for (r = 0; r < 2; r++)
+	{
+		uint32		first,
+					last,
+					offset,
+					k;
+
+		record_byte_position(meta, id, ranges[r][0], &first, &offset);
+		record_byte_position(meta, id, ranges[r][0] + ranges[r][1] - 1, &last, &offset);
+		for (k = first; k <= last; k++)
+		{
+			bool		have = false;
+
+			for (i = 0; i < lr->npages; i++)
+				have |= lr->page_index[i] == k;
+			if (!have)
+			{
+				Assert(lr->npages < MAX_LOCKED_PAGES);
+				lr->page_index[lr->npages++] = k;
+			}
+		}
+	}
+	for (i = 0; i < lr->npages; i++)
+	{
+		BlockNumber blkno = loc.block + lr->page_index[i];
+
+		lr->bufs[i] = ReadBuffer(index, blkno);
+		LockBuffer(lr->bufs[i], BUFFER_LOCK_EXCLUSIVE);
+		lr->pages[i] = BufferGetPage(lr->bufs[i]);
+		if (!gateann_page_is_valid(lr->pages[i], GATEANN_PAGE_NODES))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("gateann index \"%s\": block %u is not a node page",
+							RelationGetRelationName(index), blkno),
+					 errhint("REINDEX the index.")));
+	}
+}
+
+/* Start changing the locked pages: from now on lr->pages are WAL copies. */
+static void
+record_begin_change(Relation index, LockedRecord *lr)
+{
+	int			i;
+
+	lr->state = GenericXLogStart(index);
+	for (i = 0; i < lr->npages; i++)
+		lr->pages[i] = GenericXLogRegisterBuffer(lr->state, lr->bufs[i], 0);
+}
+
+/*
+ * WAL-log the change, tell the store which blocks the files now lag, and
+ * (relations without WAL) write the pages out.  Pages stay locked.
+ */
+static void
+record_finish_change(InsertState *is, LockedRecord *lr)
+{
+	int			i;
+
+	GenericXLogFinish(lr->state);
+	lr->state = NULL;
+	for (i = 0; i < lr->npages; i++)
+	{
+		BlockNumber blkno = BufferGetBlockNumber(lr->bufs[i]);
+
+		lr->pages[i] = BufferGetPage(lr->bufs[i]);
+		gateann_store_mark_block(is->store, blkno - is->meta.node_start,
+								 PageGetLSN(lr->pages[i]));
+		if (write_through(is))
+			FlushOneBuffer(lr->bufs[i]);
+	}
+}
+
+static void
+record_unlock(LockedRecord *lr)
+{
+	int			i;
+
+	for (i = 0; i < lr->npages; i++)
+		UnlockReleaseBuffer(lr->bufs[i]);
+	lr->npages = 0;
+}
+
+/* ---- 2. the search ------------------------------------------------------ */
+
+static void
+frontier_add(Frontier *f, int *size, int L, uint32 id, float dist)
+{
+	int			lo = 0,
+				hi = *size;
+
+	if (*size == L && dist >= f[L - 1].dist)
+		return;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (f[mid].dist <= dist)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (*size < L)
+		(*size)++;
+	memmove(&f[lo + 1], &f[lo], sizeof(Frontier) * (*size - 1 - lo));
+	f[lo].id = id;
+	f[lo].dist = dist;
+	f[lo].expanded = false;
+}
+
+/*
+ * Greedy search for the new vector with list size L.  Fills exp[] (room
+ * for max_exp) with the expanded nodes, their vectors into exp_vectors;
+ * returns how many.
+ */
+static int
+insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max_exp)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	GateannStore *store = is->store;
+	int			m = meta->pq_subspaces;
+	uint8	   *visited = palloc0(((Size) store->capacity + 7) / 8);
+	Frontier   *f = palloc(sizeof(Frontier) * L);
+	int			fsize = 0;
+	int			nexp = 0;
+	uint32		entry = meta->entry_point;
+
+	if (!gateann_store_has(store, entry))
+		return 0;
+	visited[entry >> 3] |= 1 << (entry & 7);
+	frontier_add(f, &fsize, L, entry,
+				 gateann_pq_adc(is->table, store->codes + (Size) entry * m, m));
+
+	while (nexp < max_exp)
+	{
+		GateannNodeHeader *hdr;
+		const uint32 *nbrs;
+		int			i,
+					nn;
+		uint32		id;
+
+		for (i = 0; i < fsize && f[i].expanded; i++)
+			;
+		if (i == fsize)
+			break;
+		f[i].expanded = true;
+		id = f[i].id;
+
+		CHECK_FOR_INTERRUPTS();
+		gateann_read_record(is->index, meta, id, is->scratch, NULL);
+		hdr = GateannRecordHeader(is->scratch);
+		if (hdr->node_id != id)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("gateann index \"%s\": record of node %u holds node %u",
+							RelationGetRelationName(is->index), id, hdr->node_id),
+					 errhint("REINDEX the index.")));
+		exp[nexp].id = id;
+		exp[nexp].deleted = (hdr->flags & GATEANN_NODE_DELETED) != 0;
+		memcpy(exp_vectors + (Size) nexp * meta->dims,
+			   GateannRecordVector(meta, is->scratch), sizeof(float) * meta->dims);
+		exp[nexp].dist = gateann_l2sq(is->vector, GateannRecordVector(meta, is->scratch),
+									  meta->dims);
+		nexp++;
+
+		nbrs = GateannRecordNeighbors(meta, is->scratch);
+		nn = Min((int) hdr->nneighbors, meta->max_neighbors);
+		for (i = 0; i < nn; i++)
+		{
+			uint32		nb = nbrs[i];
+
+			if (!gateann_store_has(store, nb) || (visited[nb >> 3] & (1 << (nb & 7))))
+				continue;
+			visited[nb >> 3] |= 1 << (nb & 7);
+			frontier_add(f, &fsize, L, nb,
+						 gateann_pq_adc(is->table, store->codes + (Size) nb * m, m));
+		}
+	}
+	return nexp;
+}
+
+/* ---- 4. a node id and its record ---------------------------------------- */
+
+/* A node block at `blkno`: an existing page, or the relation extended to it. */
+static Buffer
+node_block(Relation index, BlockNumber blkno, bool *is_new)
+{
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	Buffer		buf;
+
+	if (blkno < nblocks)
+	{
+		/* an existing page (or one an interrupted insert left behind) */
+		buf = ReadBuffer(index, blkno);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		*is_new = !gateann_page_is_valid(BufferGetPage(buf), GATEANN_PAGE_NODES);
+		return buf;
+	}
+	if (blkno > nblocks)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\": node block %u is past the end (%u blocks)",
+						RelationGetRelationName(index), blkno, nblocks),
+				 errhint("REINDEX the index.")));
+	/* the metapage lock makes us the only one extending (see allocate) */
+	buf = gateann_new_buffer(index, MAIN_FORKNUM);
+	if (BufferGetBlockNumber(buf) != blkno)
+		elog(ERROR, "gateann: extended to block %u, expected %u",
+			 BufferGetBlockNumber(buf), blkno);
+	*is_new = true;
+	return buf;
+}
+
+/*
+ * Take the next node id and write the record there, then publish the node
+ * in the store.  Returns the id.
+ *
+ * Generic WAL takes at most 4 pages per record: a record spanning more
+ * pages is written in several, the metapage (the node count) in the last.
+ * A crash in between leaves bytes past the node count, which the next insert
+ * overwrites.
+ */
+static uint32
+allocate_and_write(InsertState *is)
+{
+	Relation	index = is->index;
+	GateannMetaPageData *meta = &is->meta;
+	Buffer		metabuf;
+	GateannMetaPageData *disk;
+	uint32		id;
+	GateannRecordLoc loc;
+	uint32		npages;
+	uint32		done = 0;
+	Buffer		bufs[GATEANN_MAX_DIMS * sizeof(float) / GATEANN_PAGE_CAPACITY + 2];
+	bool		is_new[lengthof(bufs)];
+	uint32		k;
+
+	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	disk = (GateannMetaPageData *) PageGetContents(BufferGetPage(metabuf));
+	id = disk->nnodes;
+	if (id >= GATEANN_MAX_NODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gateann indexes at most %u vectors", GATEANN_MAX_NODES)));
+	if (id >= is->store->capacity)
+	{
+		/* outgrown since the store was fetched: the caller retries */
+		UnlockReleaseBuffer(metabuf);
+		return InvalidNodeId;
+	}
+	GateannRecordHeader(is->record)->node_id = id;
+	loc = gateann_record_location(meta, id);
+	npages = meta->pages_per_record;
+
+	for (k = 0; k < npages; k++)
+		bufs[k] = node_block(index, loc.block + k, &is_new[k]);
+
+	while (done < npages)
+	{
+		GenericXLogState *state = GenericXLogStart(index);
+		uint32		group = Min(npages - done, 3);
+		bool		last = done + group == npages;
+
+		for (k = done; k < done + group; k++)
+		{
+			/* a fresh page has no base for a delta: log it whole */
+			Page		page = GenericXLogRegisterBuffer(state, bufs[k],
+														 is_new[k] ? GENERIC_XLOG_FULL_IMAGE : 0);
+			uint32		from = (k == 0) ? 0 : k * GATEANN_PAGE_CAPACITY - loc.offset;
+			uint32		offset = (k == 0) ? loc.offset : 0;
+			uint32		chunk = Min(meta->record_size - from,
+									(uint32) GATEANN_PAGE_CAPACITY - offset);
+			Size		used;
+
+			if (is_new[k])
+				gateann_init_page(page, GATEANN_PAGE_NODES);
+			used = ((PageHeader) page)->pd_lower - MAXALIGN(SizeOfPageHeaderData);
+			memcpy(PageGetContents(page) + offset, is->record + from, chunk);
+			gateann_page_set_used(page, Max(used, (Size) offset + chunk));
+		}
+		if (last)
+		{
+			Page		mpage = GenericXLogRegisterBuffer(state, metabuf, 0);
+			GateannMetaPageData *m = (GateannMetaPageData *) PageGetContents(mpage);
+
+			m->nnodes = id + 1;
+			m->node_pages = Max(m->node_pages, loc.block + npages - m->node_start);
+		}
+		GenericXLogFinish(state);
+		done += group;
+	}
+
+	/* the store, while the pages are locked: see the file comment */
+	gateann_store_set_node(is->store, index, meta, id, is->record);
+	gateann_store_set_neighbors(is->store, id, GateannRecordNeighbors(meta, is->record),
+								GateannRecordHeader(is->record)->nneighbors);
+	for (k = 0; k < npages; k++)
+	{
+		gateann_store_mark_block(is->store, loc.block + k - meta->node_start,
+								 PageGetLSN(BufferGetPage(bufs[k])));
+		if (write_through(is))
+			FlushOneBuffer(bufs[k]);
+	}
+	gateann_store_set_present(is->store, id);
+	for (k = 0; k < npages; k++)
+		UnlockReleaseBuffer(bufs[k]);
+	UnlockReleaseBuffer(metabuf);
+	return id;
+}
+
+/* ---- 5. reverse edges --------------------------------------------------- */
+
+/* Exact vector of node id: from the search's expanded set, or its record. */
+static const float *
+exact_vector(InsertState *is, uint32 id, char *recbuf)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	int			i;
+
+	for (i = 0; i < is->nexp; i++)
+		if (is->exp[i].id == id)
+			return is->exp_vectors + (Size) i * meta->dims;
+	gateann_read_record(is->index, meta, id, recbuf, NULL);
+	if (GateannRecordHeader(recbuf)->node_id != id)
+		return NULL;
+	return GateannRecordVector(meta, recbuf);
+}
+
+/* Add the edge j -> p (p's vector is is->vector). */
+static void
+add_reverse_edge(InsertState *is, uint32 j, uint32 p)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	int			R = meta->max_neighbors;
+	int			dims = meta->dims;
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
+	uint32		newlist[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		known_ids[GATEANN_MAX_NEIGHBORS_LIMIT];
+	int			nknown = 0;
+	GateannNodeHeader hdr;
+	LockedRecord lr;
+	int			deg,
+				newdeg,
+				i,
+				k;
+	float	   *jvec = is->jvec;
+
+	/*
+	 * j's record without a lock: its vector never changes, and when its
+	 * list is full the exact vectors of its neighbors are fetched now, as
+	 * reading records under j's page lock could wait on that very page.
+	 */
+	gateann_read_record(is->index, meta, j, is->scratch, NULL);
+	hdr = *GateannRecordHeader(is->scratch);
+	if (hdr.node_id != j)
+		return;					/* reported by gateann_verify; not our business */
+	memcpy(jvec, GateannRecordVector(meta, is->scratch), sizeof(float) * dims);
+	deg = Min((int) hdr.nneighbors, R);
+	if (deg >= R)
+	{
+		memcpy(list, GateannRecordNeighbors(meta, is->scratch), sizeof(uint32) * deg);
+		for (i = 0; i < deg; i++)
+		{
+			const float *v = exact_vector(is, list[i], is->scratch2);
+
+			if (v == NULL)
+				continue;
+			memcpy(is->known + (Size) nknown * dims, v, sizeof(float) * dims);
+			known_ids[nknown++] = list[i];
+		}
+	}
+
+	record_lock(is->index, meta, j, &lr);
+	record_bytes(meta, &lr, j, 0, sizeof(hdr), (char *) &hdr, false);
+	deg = Min((int) hdr.nneighbors, R);
+	record_bytes(meta, &lr, j, meta->neighbors_offset, sizeof(uint32) * deg,
+				 (char *) list, false);
+	for (i = 0; i < deg; i++)
+	{
+		if (list[i] == p)
+		{
+			record_unlock(&lr);
+			return;
+		}
+	}
+
+	if (deg < R)
+	{
+		memcpy(newlist, list, sizeof(uint32) * deg);
+		newlist[deg] = p;
+		newdeg = deg + 1;
+	}
+	else
+	{
+		/*
+		 * Full: robust prune of the list plus p around j, on exact vectors
+		 * (fetched above; a neighbor that joined the list since then is
+		 * decoded from its PQ code).  Nodes no longer in the store are
+		 * dropped.
+		 */
+		uint32		ids[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
+		int			n = 0;
+
+		for (i = 0; i < deg; i++)
+		{
+			float	   *dst = is->decoded + (Size) n * dims;
+
+			if (list[i] == j || !gateann_store_has(is->store, list[i]))
+				continue;
+			for (k = 0; k < nknown && known_ids[k] != list[i]; k++)
+				;
+			if (k < nknown)
+				memcpy(dst, is->known + (Size) k * dims, sizeof(float) * dims);
+			else
+				gateann_pq_decode(&is->store->pq,
+								  is->store->codes + (Size) list[i] * meta->pq_subspaces,
+								  dst);
+			ids[n++] = list[i];
+		}
+		memcpy(is->decoded + (Size) n * dims, is->vector, sizeof(float) * dims);
+		ids[n++] = p;
+		newdeg = gateann_graph_prune_vectors(jvec, is->decoded, ids, n, dims,
+											 meta->alpha, R, is->r_max, newlist);
+	}
+
+	record_begin_change(is->index, &lr);
+	hdr.nneighbors = (uint16) newdeg;
+	record_bytes(meta, &lr, j, offsetof(GateannNodeHeader, nneighbors),
+				 sizeof(uint16), (char *) &hdr.nneighbors, true);
+	for (i = newdeg; i < R; i++)
+		newlist[i] = InvalidNodeId;
+	record_bytes(meta, &lr, j, meta->neighbors_offset, sizeof(uint32) * R,
+				 (char *) newlist, true);
+	record_finish_change(is, &lr);
+	gateann_store_set_neighbors(is->store, j, newlist, newdeg);
+	record_unlock(&lr);
+}
+
+/*
+ * The store was replaced while we wrote: copy node id's parts from its
+ * pages into the current store.
+ */
+static void
+refresh_node(InsertState *is, uint32 id, bool whole)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	GateannRecordLoc loc = gateann_record_location(meta, id);
+	LockedRecord lr;
+	GateannNodeHeader hdr;
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	int			i;
+
+	if (id >= is->store->capacity)
+		return;					/* a later reload picks it up from the pages */
+	if (whole)
+	{
+		gateann_read_record(is->index, meta, id, is->scratch, NULL);
+		gateann_store_set_node(is->store, is->index, meta, id, is->scratch);
+	}
+	record_lock(is->index, meta, id, &lr);
+	record_bytes(meta, &lr, id, 0, sizeof(hdr), (char *) &hdr, false);
+	record_bytes(meta, &lr, id, meta->neighbors_offset,
+				 sizeof(uint32) * Min((int) hdr.nneighbors, meta->max_neighbors),
+				 (char *) list, false);
+	gateann_store_set_neighbors(is->store, id, list, hdr.nneighbors);
+	for (i = 0; i < lr.npages; i++)
+		gateann_store_mark_block(is->store, loc.block + lr.page_index[i] - meta->node_start,
+								 PageGetLSN(lr.pages[i]));
+	if (whole)
+	{
+		/* pages of a multi-page record holding only the vector */
+		for (i = 0; i < (int) meta->pages_per_record; i++)
+		{
+			Buffer		buf = ReadBuffer(is->index, loc.block + i);
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			gateann_store_mark_block(is->store, loc.block + i - meta->node_start,
+									 BufferGetLSNAtomic(buf));
+			UnlockReleaseBuffer(buf);
+		}
+		gateann_store_set_present(is->store, id);
+	}
+	record_unlock(&lr);
+}
+
+bool
+gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid,
+			   Relation heap, IndexUniqueCheck checkUnique, bool indexUnchanged,
+			   IndexInfo *indexInfo)
+{
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+	InsertState is;
+	GateannVectorReader reader;
+	GateannMetaPageData *meta = &is.meta;
+	GateannNodeHeader *hdr;
+	Expanded   *exp;
+	float	   *exp_vectors;
+	float	   *cand_vectors;
+	uint32	   *cand_ids;
+	uint32		nbrs[GATEANN_MAX_NEIGHBORS_LIMIT];
+	int			nexp,
+				ncand = 0,
+				nn,
+				max_exp,
+				dims,
+				bad,
+				i;
+	uint32		id;
+	uint32		generation;
+
+	/* A NULL vector is never indexed, so it needs no index change at all. */
+	if (isnull[0])
+		return false;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gateann insert",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	memset(&is, 0, sizeof(is));
+	is.index = index;
+	gateann_read_meta(index, meta);
+	if (meta->nnodes == 0 || meta->dims == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("gateann index \"%s\" was built on no rows and cannot accept rows",
+						RelationGetRelationName(index)),
+				 errdetail("A gateann index learns its quantizer from the rows it is built on."),
+				 errhint("Create the index (or REINDEX it) after loading the table.")));
+
+	gateann_vector_reader_init(&reader, index);
+	is.vector = gateann_vector_from_datum(&reader, values[0], &dims);
+	if (dims != meta->dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector has %d dimensions, index \"%s\" has %d",
+						dims, RelationGetRelationName(index), meta->dims),
+				 errhint("All vectors in one gateann index must have the same number of dimensions; use a partial or expression index to separate them.")));
+	bad = gateann_first_nonfinite(is.vector, dims);
+	if (bad >= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector has a non-finite value (%g) in dimension %d",
+						(double) is.vector[bad], bad + 1),
+				 errhint("NaN and infinity cannot be indexed.")));
+	/* cosine: unit vectors; a zero vector has no direction and is not indexed */
+	if (meta->metric == GATEANN_METRIC_COSINE && !gateann_normalize(is.vector, dims))
+	{
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextDelete(cxt);
+		return false;
+	}
+
+	for (;;)
+	{
+		is.store = gateann_store_get(index, meta);
+		is.r_max = is.store->tunnel_neighbors;
+
+		/* 1. the record, as the build writes it (node id set when taken) */
+		is.record = palloc0(meta->record_size);
+		is.scratch = palloc(meta->record_size);
+		is.scratch2 = palloc(meta->record_size);
+		is.jvec = palloc(sizeof(float) * dims);
+		is.known = palloc(sizeof(float) * dims * GATEANN_MAX_NEIGHBORS_LIMIT);
+		is.decoded = palloc(sizeof(float) * dims * (GATEANN_MAX_NEIGHBORS_LIMIT + 1));
+		hdr = GateannRecordHeader(is.record);
+		hdr->version = 1;
+		hdr->heap_tid = *heap_tid;
+		memcpy(GateannRecordVector(meta, is.record), is.vector, sizeof(float) * dims);
+		gateann_pq_encode(&is.store->pq, is.vector, GateannRecordPQCode(meta, is.record));
+		if (meta->nfilter > 0)
+		{
+			GateannFilterLayout *layout = gateann_filter_layout_create(index);
+			GateannFilterArena arena;
+
+			gateann_filter_arena_init(&arena, layout);
+			gateann_filter_arena_add(&arena, layout, values + 1, isnull + 1);
+			gateann_filter_write_record(meta, &arena, 0, GateannRecordFilter(meta, is.record));
+		}
+
+		/* 2. search (the graph is built on L2: see graph.c) */
+		is.table = palloc(sizeof(float) * meta->pq_subspaces * GATEANN_PQ_CENTROIDS);
+		gateann_pq_distance_table(&is.store->pq, is.vector, GATEANN_PQ_L2, is.table);
+		max_exp = 2 * meta->build_search_list_size + meta->max_neighbors;
+		exp = palloc(sizeof(Expanded) * max_exp);
+		exp_vectors = palloc(sizeof(float) * dims * (Size) max_exp);
+		nexp = insert_search(&is, meta->build_search_list_size, exp, exp_vectors, max_exp);
+		is.exp = exp;
+		is.exp_vectors = exp_vectors;
+		is.nexp = nexp;
+
+		/* 3. its neighbors: deleted nodes route searches but get no new edges */
+		cand_vectors = palloc(sizeof(float) * dims * (Size) Max(nexp, 1));
+		cand_ids = palloc(sizeof(uint32) * Max(nexp, 1));
+		ncand = 0;
+		for (i = 0; i < nexp; i++)
+		{
+			if (exp[i].deleted)
+				continue;
+			cand_ids[ncand] = exp[i].id;
+			memcpy(cand_vectors + (Size) ncand * dims, exp_vectors + (Size) i * dims,
+				   sizeof(float) * dims);
+			ncand++;
+		}
+		nn = gateann_graph_prune_vectors(is.vector, cand_vectors, cand_ids, ncand, dims,
+										 meta->alpha, meta->max_neighbors, is.r_max, nbrs);
+		hdr->nneighbors = (uint16) nn;
+		memcpy(GateannRecordNeighbors(meta, is.record), nbrs, sizeof(uint32) * nn);
+		for (i = nn; i < meta->max_neighbors; i++)
+			GateannRecordNeighbors(meta, is.record)[i] = InvalidNodeId;
+
+		/* 4. the node */
+		generation = gateann_shmem_generation();
+		id = allocate_and_write(&is);
+		if (id != InvalidNodeId)
+			break;
+		/* the index outgrew the store meanwhile: a larger one, and again */
+		gateann_read_meta(index, meta);
+	}
+
+	/* 5. reverse edges */
+	for (i = 0; i < nn; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		add_reverse_edge(&is, nbrs[i], id);
+	}
+
+	/* was the store we updated replaced meanwhile?  Then update its successor */
+	while (gateann_shmem_generation() != generation)
+	{
+		generation = gateann_shmem_generation();
+		gateann_read_meta(index, meta);
+		is.store = gateann_store_get(index, meta);
+		refresh_node(&is, id, true);
+		for (i = 0; i < nn; i++)
+			refresh_node(&is, nbrs[i], false);
+	}
+
+	/* temporary relations live in local buffers: make the files current */
+	if (RelationUsesLocalBuffers(index))
+		FlushRelationBuffers(index);
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return false;
+}
