@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gateann benchmark suite entry point (make bench-quick / make bench).
-#   bench/run.sh quick|full|smoke [extra driver.py arguments]
+#   bench/run.sh quick|full|smoke|io|filter|pgvector [extra driver.py arguments]
+#   bench/run.sh writes [extra writes.py arguments, e.g. --n 100000]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -71,10 +72,15 @@ else
     trap '"$BENCH_DIR/cluster.sh" stop "$BENCH_CLUSTER_DIR"' EXIT
 fi
 
-# 4. driver
+# 4. driver (the writes benchmark has its own: bench/writes.py)
 say "running preset $preset -> $OUT"
-"$VENV/bin/python" "$BENCH_DIR/driver.py" --preset "$preset" --out "$OUT" \
-    --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
+if [ "$preset" = writes ]; then
+    "$VENV/bin/python" "$BENCH_DIR/writes.py" --out "$OUT" \
+        --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
+else
+    "$VENV/bin/python" "$BENCH_DIR/driver.py" --preset "$preset" --out "$OUT" \
+        --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
+fi
 [ "$(dirname "$OUT")" = "$BENCH_DIR/results" ] && \
     ln -sfn "$(basename "$OUT")" "$BENCH_DIR/results/latest-$preset"
 say "done in $(( $(date +%s) - t0 ))s: $OUT/summary.md"

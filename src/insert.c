@@ -647,6 +647,16 @@ refresh_node(InsertState *is, uint32 id, bool whole)
 	{
 		gateann_read_record(is->index, meta, id, is->scratch, NULL);
 		gateann_store_set_node(is->store, is->index, meta, id, is->scratch);
+		/* every page of the record, before taking the list's pages below */
+		for (i = 0; i < (int) meta->pages_per_record; i++)
+		{
+			Buffer		buf = ReadBuffer(is->index, loc.block + i);
+
+			LockBuffer(buf, BUFFER_LOCK_SHARE);
+			gateann_store_mark_block(is->store, loc.block + i - meta->node_start,
+									 BufferGetLSNAtomic(buf));
+			UnlockReleaseBuffer(buf);
+		}
 	}
 	record_lock(is->index, meta, id, &lr);
 	record_bytes(meta, &lr, id, 0, sizeof(hdr), (char *) &hdr, false);
@@ -658,19 +668,7 @@ refresh_node(InsertState *is, uint32 id, bool whole)
 		gateann_store_mark_block(is->store, loc.block + lr.page_index[i] - meta->node_start,
 								 PageGetLSN(lr.pages[i]));
 	if (whole)
-	{
-		/* pages of a multi-page record holding only the vector */
-		for (i = 0; i < (int) meta->pages_per_record; i++)
-		{
-			Buffer		buf = ReadBuffer(is->index, loc.block + i);
-
-			LockBuffer(buf, BUFFER_LOCK_SHARE);
-			gateann_store_mark_block(is->store, loc.block + i - meta->node_start,
-									 BufferGetLSNAtomic(buf));
-			UnlockReleaseBuffer(buf);
-		}
 		gateann_store_set_present(is->store, id);
-	}
 	record_unlock(&lr);
 }
 
