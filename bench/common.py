@@ -22,8 +22,13 @@ def log(msg: str) -> None:
 
 
 def connect(autocommit: bool = True, **kw):
-    """Connect with libpq defaults (PGHOST, PGPORT, PGDATABASE, PGUSER ...)."""
+    """Connect with libpq defaults (PGHOST, PGPORT, PGDATABASE, PGUSER ...).
+
+    No automatic server-side prepared statements: a plan cached while
+    enable_indexscan = off (the exact baseline) would be reused, unplanned,
+    after the setting changes, and silently measure a sequential scan."""
     import psycopg
+    kw.setdefault("prepare_threshold", None)
     return psycopg.connect(autocommit=autocommit, **kw)
 
 

@@ -76,6 +76,12 @@ def exact_results(conn, qtable: str, nq: int) -> dict:
 
 def measure_recall(conn, qtable: str, nq: int, truth: dict) -> list[dict]:
     conn.execute("SET enable_seqscan = off")
+    plan = "\n".join(r[0] for r in conn.execute(
+        f"EXPLAIN SELECT id FROM w ORDER BY embedding <-> (SELECT embedding FROM {qtable} "
+        "WHERE qid = %s) LIMIT 10", (1,)))
+    log(plan)
+    if "w_idx" not in plan:
+        raise RuntimeError(f"the planner does not use the gateann index:\n{plan}")
     points = []
     for L in L_VALUES:
         conn.execute(f"SET gateann.search_list_size = {L}")
