@@ -98,6 +98,7 @@ typedef struct InsertState
 	Expanded   *exp;
 	float	   *exp_vectors;
 	int			nexp;
+	uint32	   *exp_by_id;		/* positions in exp, ordered by node id */
 	/* reverse-edge prunes */
 	float	   *jvec;			/* the neighbor's vector */
 	float	   *known;			/* its neighbors' exact vectors */
@@ -239,9 +240,20 @@ record_begin_change(Relation index, LockedRecord *lr)
 }
 
 /*
- * WAL-log the change, tell the store which blocks the files now lag, and
- * (relations without WAL) write the pages out.  Pages stay locked.
+ * A node page changed (and is still locked): tell the store which LSN the
+ * file must reach before a direct read of it is current, or write it out
+ * now where marks cannot help (see write_through).
  */
+static void
+page_changed(InsertState *is, Buffer buf)
+{
+	gateann_store_mark_block(is->store, BufferGetBlockNumber(buf) - is->meta.node_start,
+							 PageGetLSN(BufferGetPage(buf)));
+	if (write_through(is))
+		FlushOneBuffer(buf);
+}
+
+/* WAL-log the change and publish it (page_changed).  Pages stay locked. */
 static void
 record_finish_change(InsertState *is, LockedRecord *lr)
 {
@@ -251,13 +263,8 @@ record_finish_change(InsertState *is, LockedRecord *lr)
 	lr->state = NULL;
 	for (i = 0; i < lr->npages; i++)
 	{
-		BlockNumber blkno = BufferGetBlockNumber(lr->bufs[i]);
-
 		lr->pages[i] = BufferGetPage(lr->bufs[i]);
-		gateann_store_mark_block(is->store, blkno - is->meta.node_start,
-								 PageGetLSN(lr->pages[i]));
-		if (write_through(is))
-			FlushOneBuffer(lr->bufs[i]);
+		page_changed(is, lr->bufs[i]);
 	}
 }
 
@@ -486,12 +493,7 @@ allocate_and_write(InsertState *is)
 	gateann_store_set_neighbors(is->store, id, GateannRecordNeighbors(meta, is->record),
 								GateannRecordHeader(is->record)->nneighbors);
 	for (k = 0; k < npages; k++)
-	{
-		gateann_store_mark_block(is->store, loc.block + k - meta->node_start,
-								 PageGetLSN(BufferGetPage(bufs[k])));
-		if (write_through(is))
-			FlushOneBuffer(bufs[k]);
-	}
+		page_changed(is, bufs[k]);
 	gateann_store_set_present(is->store, id);
 	for (k = 0; k < npages; k++)
 		UnlockReleaseBuffer(bufs[k]);
@@ -501,16 +503,40 @@ allocate_and_write(InsertState *is)
 
 /* ---- 5. reverse edges --------------------------------------------------- */
 
-/* Exact vector of node id: from the search's expanded set, or its record. */
+static int
+cmp_exp_by_id(const void *a, const void *b, void *arg)
+{
+	const Expanded *exp = (const Expanded *) arg;
+	uint32		ia = exp[*(const uint32 *) a].id;
+	uint32		ib = exp[*(const uint32 *) b].id;
+
+	return (ia > ib) - (ia < ib);
+}
+
+/*
+ * Exact vector of node id: from the search's expanded set (looked up by
+ * binary search: every reverse-edge prune asks for up to R of them), or its
+ * record.
+ */
 static const float *
 exact_vector(InsertState *is, uint32 id, char *recbuf)
 {
 	const GateannMetaPageData *meta = &is->meta;
-	int			i;
+	int			lo = 0,
+				hi = is->nexp;
 
-	for (i = 0; i < is->nexp; i++)
-		if (is->exp[i].id == id)
-			return is->exp_vectors + (Size) i * meta->dims;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+		uint32		pos = is->exp_by_id[mid];
+
+		if (is->exp[pos].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < is->nexp && is->exp[is->exp_by_id[lo]].id == id)
+		return is->exp_vectors + (Size) is->exp_by_id[lo] * meta->dims;
 	gateann_read_record(is->index, meta, id, recbuf, NULL);
 	if (GateannRecordHeader(recbuf)->node_id != id)
 		return NULL;
@@ -776,6 +802,10 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 		is.exp = exp;
 		is.exp_vectors = exp_vectors;
 		is.nexp = nexp;
+		is.exp_by_id = palloc(sizeof(uint32) * Max(nexp, 1));
+		for (i = 0; i < nexp; i++)
+			is.exp_by_id[i] = (uint32) i;
+		qsort_arg(is.exp_by_id, nexp, sizeof(uint32), cmp_exp_by_id, exp);
 
 		/* 3. its neighbors: deleted nodes route searches but get no new edges */
 		cand_vectors = palloc(sizeof(float) * dims * (Size) Max(nexp, 1));
