@@ -270,7 +270,8 @@ CREATE FUNCTION gateann_index_info(index regclass,
 	OUT max_neighbors integer, OUT pq_subspaces integer,
 	OUT tunnel_neighbors integer, OUT pq_bytes bigint,
 	OUT neighbor_store_bytes bigint, OUT filter_store_bytes bigint,
-	OUT loaded boolean, OUT shared boolean, OUT build_id bigint)
+	OUT loaded boolean, OUT shared boolean, OUT build_id bigint,
+	OUT free_slots bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 

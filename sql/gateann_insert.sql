@@ -61,9 +61,13 @@ SELECT id FROM ins ORDER BY v <-> cvec(5) LIMIT 1;
 -- 4. deletes + VACUUM, then more inserts
 DELETE FROM ins WHERE id % 3 = 0;
 VACUUM ins;
-SELECT nodes - deleted_nodes = (SELECT count(*) FROM ins WHERE v IS NOT NULL) AS live_match
+SELECT live_nodes = (SELECT count(*) FROM ins WHERE v IS NOT NULL) AS live_match,
+       free_slots + deleted_nodes AS gone, deleted_nodes <= 1 AS consolidated
   FROM gateann_index_info('ins_idx');
+-- the inserts take freed slots: the node count does not grow
 INSERT INTO ins SELECT i, cvec(i), i % 10, 't' || (i % 5) FROM generate_series(4001, 4300) i;
+SELECT nodes, live_nodes = (SELECT count(*) FROM ins WHERE v IS NOT NULL) AS live_match
+  FROM gateann_index_info('ins_idx');
 SELECT * FROM gateann_verify('ins_idx');
 SELECT count(*) FILTER (WHERE (SELECT o.id FROM ins o ORDER BY o.v <-> i.v LIMIT 1) = i.id)
          AS found_self, count(*) AS sampled

@@ -12,7 +12,7 @@ DELETE FROM m WHERE id % 2 = 0;
 SELECT count(*), bool_and(id % 2 = 1)
   FROM (SELECT id FROM m ORDER BY v <-> '{0,1,0}' LIMIT 2000) r;
 VACUUM m;
-SELECT nodes, live_nodes, deleted_nodes FROM gateann_index_info('m_idx');
+SELECT nodes, live_nodes, deleted_nodes + free_slots AS gone FROM gateann_index_info('m_idx');
 SELECT count(*), bool_and(id % 2 = 1)
   FROM (SELECT id FROM m ORDER BY v <-> '{0,1,0}' LIMIT 2000) r;
 SELECT reltuples FROM pg_class WHERE relname = 'm_idx';

@@ -13,7 +13,7 @@ SELECT * FROM gateann_verify('vf_idx');
 -- after DELETE + VACUUM (deleted flags and counts agree)
 DELETE FROM vf WHERE id % 3 = 0;
 VACUUM vf;
-SELECT deleted_nodes FROM gateann_index_info('vf_idx');
+SELECT deleted_nodes + free_slots AS gone FROM gateann_index_info('vf_idx');
 SELECT * FROM gateann_verify('vf_idx');
 REINDEX INDEX vf_idx;
 SELECT count(*) FROM gateann_verify('vf_idx');

@@ -668,6 +668,8 @@ gateann_write_meta_page(Relation index, ForkNumber fork, const GateannMetaPageDa
 										 RBM_NORMAL, NULL);
 	Page		page;
 
+	StaticAssertStmt(sizeof(GateannMetaPageData) <= GATEANN_PAGE_CAPACITY,
+					 "the metapage contents must fit in one page");
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	page = BufferGetPage(buf);
 	gateann_init_page(page, GATEANN_PAGE_META);

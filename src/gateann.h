@@ -117,6 +117,12 @@ typedef struct GateannNodeHeader
 } GateannNodeHeader;
 
 #define GATEANN_NODE_DELETED	0x0001	/* heap tuple is dead: never a result */
+#define GATEANN_NODE_FREE		0x0002	/* slot freed by VACUUM (DELETED too, no
+										 * neighbors, no in-edges): an insert
+										 * may take it */
+
+/* Slot reuses the metapage remembers, for stores that cannot see them */
+#define GATEANN_REUSE_LOG		1024
 
 /*
  * Metapage contents.  Everything needed to interpret the rest of the file.
@@ -160,6 +166,19 @@ typedef struct GateannMetaPageData
 
 	int32		nfilter;
 	GateannFilterColumn filter[GATEANN_MAX_FILTER_COLS];
+
+	/*
+	 * Slot reuse (VACUUM frees the slots of deleted nodes, inserts take
+	 * them).  nnodes counts every slot; live nodes are nnodes - ndeleted -
+	 * nfree.  Free slots are found from free_cursor on.  Every reuse is
+	 * counted and its id kept in a ring, so that stores nobody updates in
+	 * place (a private copy, a standby's) can refresh the reused nodes.
+	 * (Zero in an index written before these fields: nothing free.)
+	 */
+	uint32		nfree;
+	uint32		free_cursor;
+	uint64		reuse_count;
+	uint32		reuse_log[GATEANN_REUSE_LOG];
 } GateannMetaPageData;
 
 typedef GateannMetaPageData *GateannMetaPage;
@@ -244,6 +263,10 @@ extern char *gateann_tid_string(ItemPointer tid);
 
 /* info.c */
 extern Relation gateann_open_index(Oid relid, LOCKMODE lockmode);
+
+/* Live (not deleted, not freed) nodes of an index */
+#define GATEANN_LIVE_NODES(meta) \
+	((int64) (meta)->nnodes - (meta)->ndeleted - (meta)->nfree)
 
 /* build.c */
 extern IndexBuildResult *gateann_build(Relation heap, Relation index,

@@ -101,8 +101,8 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	GateannMetaPageData meta;
 	GateannOptions *opts;
 	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[16];
+	bool		nulls[16] = {0};
 	int			r_max;
 	bool		loaded,
 				shared = false;
@@ -118,7 +118,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	loaded = gateann_store_loaded(index, &meta, &shared, &bytes);
 
 	values[0] = Int64GetDatum(meta.nnodes);
-	values[1] = Int64GetDatum((int64) meta.nnodes - meta.ndeleted);
+	values[1] = Int64GetDatum(GATEANN_LIVE_NODES(&meta));
 	values[2] = Int64GetDatum(meta.ndeleted);
 	values[3] = Int64GetDatum(RelationGetNumberOfBlocks(index));
 	values[4] = Int32GetDatum(meta.dims);
@@ -133,6 +133,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[12] = BoolGetDatum(loaded);
 	values[13] = BoolGetDatum(loaded && shared);
 	values[14] = Int64GetDatum((int64) (meta.build_id & INT64CONST(0x7FFFFFFFFFFFFFFF)));
+	values[15] = Int64GetDatum(meta.nfree);
 
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

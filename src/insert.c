@@ -56,18 +56,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-/* Pages of a record that hold its header and its neighbor list */
-#define MAX_LOCKED_PAGES	3
-
-typedef struct LockedRecord
-{
-	int			npages;
-	uint32		page_index[MAX_LOCKED_PAGES];	/* page within the record */
-	Buffer		bufs[MAX_LOCKED_PAGES];
-	Page		pages[MAX_LOCKED_PAGES];	/* buffer pages, or generic WAL copies */
-	GenericXLogState *state;
-} LockedRecord;
-
 /* A node the search expanded */
 typedef struct Expanded
 {
@@ -99,183 +87,24 @@ typedef struct InsertState
 	float	   *exp_vectors;
 	int			nexp;
 	uint32	   *exp_by_id;		/* positions in exp, ordered by node id */
+	/* no live node found: the new node becomes the entry point */
+	bool		become_entry;
+	uint32		searched_entry;
 	/* reverse-edge prunes */
 	float	   *jvec;			/* the neighbor's vector */
 	float	   *known;			/* its neighbors' exact vectors */
 	float	   *decoded;		/* candidates' vectors */
 } InsertState;
 
-/*
- * Must changed pages be written out at once?  Block marks need page LSNs
- * (relations without WAL have none) and readers that see them (a private
- * copy of the stores sees only its own backend's marks).  Temporary
- * relations are flushed once at the end instead: their local buffers
- * belong to this backend alone.
- */
-static bool
-write_through(const InsertState *is)
-{
-	if (RelationUsesLocalBuffers(is->index))
-		return false;
-	return !RelationNeedsWAL(is->index) || !is->store->shared;
-}
-
-/* Which page of a record holds record byte `from`, and where in it */
-static inline void
-record_byte_position(const GateannMetaPageData *meta, uint32 id, uint32 from,
-					 uint32 *page_index, uint32 *offset)
-{
-	GateannRecordLoc loc = gateann_record_location(meta, id);
-
-	if (meta->records_per_page > 0)
-	{
-		*page_index = 0;
-		*offset = loc.offset + from;
-	}
-	else
-	{
-		*page_index = from / GATEANN_PAGE_CAPACITY;
-		*offset = from % GATEANN_PAGE_CAPACITY;
-	}
-}
-
-static int
-locked_slot(const LockedRecord *lr, uint32 page_index)
+/* WAL-log an edit and publish its pages (store marks).  Pages stay locked. */
+static void
+edit_finish(InsertState *is, GateannRecordEdit *ed)
 {
 	int			i;
 
-	for (i = 0; i < lr->npages; i++)
-		if (lr->page_index[i] == page_index)
-			return i;
-	elog(ERROR, "gateann: record page %u is not locked", page_index);
-	return -1;					/* keep compiler quiet */
-}
-
-/* Copy record bytes [from, from+len) between `buf` and the locked pages. */
-static void
-record_bytes(const GateannMetaPageData *meta, LockedRecord *lr, uint32 id,
-			 uint32 from, uint32 len, char *buf, bool write)
-{
-	while (len > 0)
-	{
-		uint32		page_index,
-					offset,
-					chunk;
-		char	   *p;
-
-		record_byte_position(meta, id, from, &page_index, &offset);
-		chunk = Min(len, (uint32) GATEANN_PAGE_CAPACITY - offset);
-		p = PageGetContents(lr->pages[locked_slot(lr, page_index)]) + offset;
-		if (write)
-			memcpy(p, buf, chunk);
-		else
-			memcpy(buf, p, chunk);
-		buf += chunk;
-		from += chunk;
-		len -= chunk;
-	}
-}
-
-/*
- * Lock (exclusively) the pages of node id's record holding its header and
- * its neighbor list, in block order.
- */
-static void
-record_lock(Relation index, const GateannMetaPageData *meta, uint32 id, LockedRecord *lr)
-{
-	GateannRecordLoc loc = gateann_record_location(meta, id);
-	uint32		ranges[2][2] = {{0, sizeof(GateannNodeHeader)},
-	{meta->neighbors_offset, sizeof(uint32) * meta->max_neighbors}};
-	int			r,
-				i;
-
-	memset(lr, 0, sizeof(*lr));
-	for (r = 0; r < 2; r++)
-	{
-		uint32		first,
-					last,
-					offset,
-					k;
-
-		record_byte_position(meta, id, ranges[r][0], &first, &offset);
-		record_byte_position(meta, id, ranges[r][0] + ranges[r][1] - 1, &last, &offset);
-		for (k = first; k <= last; k++)
-		{
-			bool		have = false;
-
-			for (i = 0; i < lr->npages; i++)
-				have |= lr->page_index[i] == k;
-			if (!have)
-			{
-				Assert(lr->npages < MAX_LOCKED_PAGES);
-				lr->page_index[lr->npages++] = k;
-			}
-		}
-	}
-	for (i = 0; i < lr->npages; i++)
-	{
-		BlockNumber blkno = loc.block + lr->page_index[i];
-
-		lr->bufs[i] = ReadBuffer(index, blkno);
-		LockBuffer(lr->bufs[i], BUFFER_LOCK_EXCLUSIVE);
-		lr->pages[i] = BufferGetPage(lr->bufs[i]);
-		if (!gateann_page_is_valid(lr->pages[i], GATEANN_PAGE_NODES))
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("gateann index \"%s\": block %u is not a node page",
-							RelationGetRelationName(index), blkno),
-					 errhint("REINDEX the index.")));
-	}
-}
-
-/* Start changing the locked pages: from now on lr->pages are WAL copies. */
-static void
-record_begin_change(Relation index, LockedRecord *lr)
-{
-	int			i;
-
-	lr->state = GenericXLogStart(index);
-	for (i = 0; i < lr->npages; i++)
-		lr->pages[i] = GenericXLogRegisterBuffer(lr->state, lr->bufs[i], 0);
-}
-
-/*
- * A node page changed (and is still locked): tell the store which LSN the
- * file must reach before a direct read of it is current, or write it out
- * now where marks cannot help (see write_through).
- */
-static void
-page_changed(InsertState *is, Buffer buf)
-{
-	gateann_store_mark_block(is->store, BufferGetBlockNumber(buf) - is->meta.node_start,
-							 PageGetLSN(BufferGetPage(buf)));
-	if (write_through(is))
-		FlushOneBuffer(buf);
-}
-
-/* WAL-log the change and publish it (page_changed).  Pages stay locked. */
-static void
-record_finish_change(InsertState *is, LockedRecord *lr)
-{
-	int			i;
-
-	GenericXLogFinish(lr->state);
-	lr->state = NULL;
-	for (i = 0; i < lr->npages; i++)
-	{
-		lr->pages[i] = BufferGetPage(lr->bufs[i]);
-		page_changed(is, lr->bufs[i]);
-	}
-}
-
-static void
-record_unlock(LockedRecord *lr)
-{
-	int			i;
-
-	for (i = 0; i < lr->npages; i++)
-		UnlockReleaseBuffer(lr->bufs[i]);
-	lr->npages = 0;
+	gateann_record_finish_change(ed);
+	for (i = 0; i < ed->npages; i++)
+		gateann_store_page_changed(is->store, &is->meta, is->index, ed->bufs[i]);
 }
 
 /* ---- 2. the search ------------------------------------------------------ */
@@ -322,6 +151,7 @@ insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max
 	int			nexp = 0;
 	uint32		entry = meta->entry_point;
 
+	is->searched_entry = entry;
 	if (!gateann_store_has(store, entry))
 		return 0;
 	visited[entry >> 3] |= 1 << (entry & 7);
@@ -409,13 +239,128 @@ node_block(Relation index, BlockNumber blkno, bool *is_new)
 }
 
 /*
- * Take the next node id and write the record there, then publish the node
- * in the store.  Returns the id.
+ * A slot VACUUM freed, found under the metapage lock (every allocation
+ * holds it, so no one else can take the slot meanwhile): from the
+ * metapage's free_cursor on, an id the store holds no node for, confirmed
+ * by the FREE flag in its record.  The record's pages are left locked in
+ * bufs.  Returns InvalidNodeId if there is none (a private copy of the
+ * stores may not know slots freed after it was loaded: those are left to
+ * others).
+ */
+static uint32
+take_free_slot(InsertState *is, const GateannMetaPageData *disk, Buffer *bufs,
+			   uint32 *old_version)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	GateannStore *store = is->store;
+	uint32		limit = Min(disk->nnodes, store->capacity);
+	uint32		id = disk->free_cursor;
+	uint32		k;
+
+	while (id < limit)
+	{
+		GateannRecordLoc loc;
+		GateannNodeHeader hdr;
+
+		/* 32 nodes at a time while they are all present */
+		if ((id & 31) == 0 && id + 32 <= limit &&
+			pg_atomic_read_u32(&store->present[id >> 5]) == PG_UINT32_MAX)
+		{
+			id += 32;
+			continue;
+		}
+		if (gateann_store_has(store, id))
+		{
+			id++;
+			continue;
+		}
+		loc = gateann_record_location(meta, id);
+		for (k = 0; k < meta->pages_per_record; k++)
+		{
+			bufs[k] = ReadBuffer(is->index, loc.block + k);
+			LockBuffer(bufs[k], BUFFER_LOCK_EXCLUSIVE);
+		}
+		if (gateann_page_is_valid(BufferGetPage(bufs[0]), GATEANN_PAGE_NODES))
+		{
+			memcpy(&hdr, PageGetContents(BufferGetPage(bufs[0])) + loc.offset, sizeof(hdr));
+			if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_FREE))
+			{
+				*old_version = hdr.version;
+				return id;
+			}
+		}
+		for (k = 0; k < meta->pages_per_record; k++)
+			UnlockReleaseBuffer(bufs[k]);
+		id++;
+	}
+	return InvalidNodeId;
+}
+
+/*
+ * Write pages [first, first + n) of the new record at `loc` in one generic
+ * WAL record; with `metabuf` valid, the metapage changes of the allocation
+ * join it.
+ */
+static void
+write_record_pages(InsertState *is, GateannRecordLoc loc, Buffer *bufs, const bool *is_new,
+				   uint32 first, uint32 n, Buffer metabuf, uint32 id, bool reused)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	GenericXLogState *state = GenericXLogStart(is->index);
+	uint32		k;
+
+	for (k = first; k < first + n; k++)
+	{
+		/* a fresh page has no base for a delta: log it whole */
+		Page		page = GenericXLogRegisterBuffer(state, bufs[k],
+													 is_new[k] ? GENERIC_XLOG_FULL_IMAGE : 0);
+		uint32		from = (k == 0) ? 0 : k * GATEANN_PAGE_CAPACITY - loc.offset;
+		uint32		offset = (k == 0) ? loc.offset : 0;
+		uint32		chunk = Min(meta->record_size - from,
+								(uint32) GATEANN_PAGE_CAPACITY - offset);
+		Size		used;
+
+		if (is_new[k])
+			gateann_init_page(page, GATEANN_PAGE_NODES);
+		used = ((PageHeader) page)->pd_lower - MAXALIGN(SizeOfPageHeaderData);
+		memcpy(PageGetContents(page) + offset, is->record + from, chunk);
+		gateann_page_set_used(page, Max(used, (Size) offset + chunk));
+	}
+	if (BufferIsValid(metabuf))
+	{
+		Page		mpage = GenericXLogRegisterBuffer(state, metabuf, 0);
+		GateannMetaPageData *m = (GateannMetaPageData *) PageGetContents(mpage);
+
+		if (reused)
+		{
+			m->nfree--;
+			m->free_cursor = id + 1;
+			m->reuse_log[m->reuse_count % GATEANN_REUSE_LOG] = id;
+			m->reuse_count++;
+		}
+		else
+		{
+			m->nnodes = id + 1;
+			m->node_pages = Max(m->node_pages,
+								loc.block + meta->pages_per_record - m->node_start);
+		}
+		if (is->become_entry)
+			m->entry_point = id;
+	}
+	GenericXLogFinish(state);
+}
+
+/*
+ * Take a node id, a freed slot if there is one, else the next one, and
+ * write the record there, then publish the node in the store.  Returns the
+ * id, or InvalidNodeId when the caller must start over (the index outgrew
+ * the store, or the entry point this insert meant to replace changed).
  *
  * Generic WAL takes at most 4 pages per record: a record spanning more
- * pages is written in several, the metapage (the node count) in the last.
- * A crash in between leaves bytes past the node count, which the next insert
- * overwrites.
+ * pages is written in several, the record's first pages (its header) and
+ * the metapage last.  A crash in between leaves bytes in a slot that is
+ * still free, or past the node count; the next insert there overwrites
+ * them.
  */
 static uint32
 allocate_and_write(InsertState *is)
@@ -424,10 +369,12 @@ allocate_and_write(InsertState *is)
 	GateannMetaPageData *meta = &is->meta;
 	Buffer		metabuf;
 	GateannMetaPageData *disk;
-	uint32		id;
+	uint32		id = InvalidNodeId;
 	GateannRecordLoc loc;
-	uint32		npages;
-	uint32		done = 0;
+	uint32		npages = meta->pages_per_record;
+	uint32		head = Min(npages, 3);
+	uint32		old_version = 0;
+	bool		reused = false;
 	Buffer		bufs[GATEANN_MAX_DIMS * sizeof(float) / GATEANN_PAGE_CAPACITY + 2];
 	bool		is_new[lengthof(bufs)];
 	uint32		k;
@@ -435,70 +382,116 @@ allocate_and_write(InsertState *is)
 	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 	disk = (GateannMetaPageData *) PageGetContents(BufferGetPage(metabuf));
-	id = disk->nnodes;
-	if (id >= GATEANN_MAX_NODES)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gateann indexes at most %u vectors", GATEANN_MAX_NODES)));
-	if (id >= is->store->capacity)
+	if (is->become_entry && disk->entry_point != is->searched_entry)
 	{
-		/* outgrown since the store was fetched: the caller retries */
+		/* someone else replaced the entry point: search from the new one */
 		UnlockReleaseBuffer(metabuf);
 		return InvalidNodeId;
 	}
-	GateannRecordHeader(is->record)->node_id = id;
-	loc = gateann_record_location(meta, id);
-	npages = meta->pages_per_record;
 
-	for (k = 0; k < npages; k++)
-		bufs[k] = node_block(index, loc.block + k, &is_new[k]);
-
-	while (done < npages)
+	if (disk->nfree > 0)
+		id = take_free_slot(is, disk, bufs, &old_version);
+	if (id != InvalidNodeId)
 	{
-		GenericXLogState *state = GenericXLogStart(index);
-		uint32		group = Min(npages - done, 3);
-		bool		last = done + group == npages;
-
-		for (k = done; k < done + group; k++)
-		{
-			/* a fresh page has no base for a delta: log it whole */
-			Page		page = GenericXLogRegisterBuffer(state, bufs[k],
-														 is_new[k] ? GENERIC_XLOG_FULL_IMAGE : 0);
-			uint32		from = (k == 0) ? 0 : k * GATEANN_PAGE_CAPACITY - loc.offset;
-			uint32		offset = (k == 0) ? loc.offset : 0;
-			uint32		chunk = Min(meta->record_size - from,
-									(uint32) GATEANN_PAGE_CAPACITY - offset);
-			Size		used;
-
-			if (is_new[k])
-				gateann_init_page(page, GATEANN_PAGE_NODES);
-			used = ((PageHeader) page)->pd_lower - MAXALIGN(SizeOfPageHeaderData);
-			memcpy(PageGetContents(page) + offset, is->record + from, chunk);
-			gateann_page_set_used(page, Max(used, (Size) offset + chunk));
-		}
-		if (last)
-		{
-			Page		mpage = GenericXLogRegisterBuffer(state, metabuf, 0);
-			GateannMetaPageData *m = (GateannMetaPageData *) PageGetContents(mpage);
-
-			m->nnodes = id + 1;
-			m->node_pages = Max(m->node_pages, loc.block + npages - m->node_start);
-		}
-		GenericXLogFinish(state);
-		done += group;
+		reused = true;
+		memset(is_new, 0, sizeof(is_new));
 	}
+	else
+	{
+		id = disk->nnodes;
+		if (id >= GATEANN_MAX_NODES)
+			ereport(ERROR,
+					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+					 errmsg("gateann indexes at most %u vectors", GATEANN_MAX_NODES)));
+		if (id >= is->store->capacity)
+		{
+			/* outgrown since the store was fetched: the caller retries */
+			UnlockReleaseBuffer(metabuf);
+			return InvalidNodeId;
+		}
+		loc = gateann_record_location(meta, id);
+		for (k = 0; k < npages; k++)
+			bufs[k] = node_block(index, loc.block + k, &is_new[k]);
+	}
+	loc = gateann_record_location(meta, id);
+	GateannRecordHeader(is->record)->node_id = id;
+	GateannRecordHeader(is->record)->version = old_version + 1;
+
+	for (k = head; k < npages; k += 3)
+		write_record_pages(is, loc, bufs, is_new, k, Min(npages - k, 3),
+						   InvalidBuffer, id, reused);
+	write_record_pages(is, loc, bufs, is_new, 0, head, metabuf, id, reused);
 
 	/* the store, while the pages are locked: see the file comment */
 	gateann_store_set_node(is->store, index, meta, id, is->record);
 	gateann_store_set_neighbors(is->store, id, GateannRecordNeighbors(meta, is->record),
 								GateannRecordHeader(is->record)->nneighbors);
 	for (k = 0; k < npages; k++)
-		page_changed(is, bufs[k]);
+		gateann_store_page_changed(is->store, meta, index, bufs[k]);
+	if (reused)
+		gateann_store_clear_deleted(is->store, id);
 	gateann_store_set_present(is->store, id);
 	for (k = 0; k < npages; k++)
 		UnlockReleaseBuffer(bufs[k]);
 	UnlockReleaseBuffer(metabuf);
 	return id;
+}
+
+/*
+ * Neighbors of the new node VACUUM deleted while it searched: drop them
+ * from its list.  (VACUUM repairs every list that points to a deleted node
+ * before it frees the node's slot, and marks nodes deleted before that.
+ * The new record was written before these flags are read, and page locks
+ * order both sides, so a list VACUUM's repair pass did not see is cleaned
+ * here: no live node ever points to a freed slot.)  Returns the list's new
+ * length; nbrs is filtered in place.
+ */
+static int
+drop_deleted_neighbors(InsertState *is, uint32 id, uint32 *nbrs, int nn)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		gone[GATEANN_MAX_NEIGHBORS_LIMIT];
+	int			ngone = 0;
+	int			n,
+				kept,
+				i,
+				k;
+	GateannNodeHeader hdr;
+	GateannRecordEdit ed;
+
+	for (i = 0; i < nn; i++)
+	{
+		gateann_read_header(is->index, meta, nbrs[i], &hdr);
+		if (hdr.flags & GATEANN_NODE_DELETED)
+			gone[ngone++] = nbrs[i];
+	}
+	if (ngone == 0)
+		return nn;
+
+	gateann_record_lock(is->index, meta, id, &ed);
+	n = gateann_record_get_list(meta, &ed, &hdr, list);
+	for (i = 0, kept = 0; i < n; i++)
+	{
+		for (k = 0; k < ngone && gone[k] != list[i]; k++)
+			;
+		if (k == ngone)
+			list[kept++] = list[i];
+	}
+	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
+	gateann_record_put_list(meta, &ed, hdr.flags, list, kept);
+	edit_finish(is, &ed);
+	gateann_store_set_neighbors(is->store, id, list, kept);
+	gateann_record_unlock(&ed);
+
+	for (i = 0, kept = 0; i < nn; i++)
+	{
+		for (k = 0; k < ngone && gone[k] != nbrs[i]; k++)
+			;
+		if (k == ngone)
+			nbrs[kept++] = nbrs[i];
+	}
+	return kept;
 }
 
 /* ---- 5. reverse edges --------------------------------------------------- */
@@ -555,7 +548,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 	uint32		known_ids[GATEANN_MAX_NEIGHBORS_LIMIT];
 	int			nknown = 0;
 	GateannNodeHeader hdr;
-	LockedRecord lr;
+	GateannRecordEdit ed;
 	int			deg,
 				newdeg,
 				i,
@@ -587,16 +580,19 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 		}
 	}
 
-	record_lock(is->index, meta, j, &lr);
-	record_bytes(meta, &lr, j, 0, sizeof(hdr), (char *) &hdr, false);
-	deg = Min((int) hdr.nneighbors, R);
-	record_bytes(meta, &lr, j, meta->neighbors_offset, sizeof(uint32) * deg,
-				 (char *) list, false);
+	gateann_record_lock(is->index, meta, j, &ed);
+	deg = gateann_record_get_list(meta, &ed, &hdr, list);
+	/* a node deleted meanwhile needs no new edges: VACUUM frees it */
+	if (hdr.flags & GATEANN_NODE_DELETED)
+	{
+		gateann_record_unlock(&ed);
+		return;
+	}
 	for (i = 0; i < deg; i++)
 	{
 		if (list[i] == p)
 		{
-			record_unlock(&lr);
+			gateann_record_unlock(&ed);
 			return;
 		}
 	}
@@ -640,17 +636,11 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 											 meta->alpha, R, is->r_max, newlist);
 	}
 
-	record_begin_change(is->index, &lr);
-	hdr.nneighbors = (uint16) newdeg;
-	record_bytes(meta, &lr, j, offsetof(GateannNodeHeader, nneighbors),
-				 sizeof(uint16), (char *) &hdr.nneighbors, true);
-	for (i = newdeg; i < R; i++)
-		newlist[i] = InvalidNodeId;
-	record_bytes(meta, &lr, j, meta->neighbors_offset, sizeof(uint32) * R,
-				 (char *) newlist, true);
-	record_finish_change(is, &lr);
+	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
+	gateann_record_put_list(meta, &ed, hdr.flags, newlist, newdeg);
+	edit_finish(is, &ed);
 	gateann_store_set_neighbors(is->store, j, newlist, newdeg);
-	record_unlock(&lr);
+	gateann_record_unlock(&ed);
 }
 
 /*
@@ -662,10 +652,11 @@ refresh_node(InsertState *is, uint32 id, bool whole)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	GateannRecordLoc loc = gateann_record_location(meta, id);
-	LockedRecord lr;
+	GateannRecordEdit ed;
 	GateannNodeHeader hdr;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
-	int			i;
+	int			n,
+				i;
 
 	if (id >= is->store->capacity)
 		return;					/* a later reload picks it up from the pages */
@@ -684,18 +675,19 @@ refresh_node(InsertState *is, uint32 id, bool whole)
 			UnlockReleaseBuffer(buf);
 		}
 	}
-	record_lock(is->index, meta, id, &lr);
-	record_bytes(meta, &lr, id, 0, sizeof(hdr), (char *) &hdr, false);
-	record_bytes(meta, &lr, id, meta->neighbors_offset,
-				 sizeof(uint32) * Min((int) hdr.nneighbors, meta->max_neighbors),
-				 (char *) list, false);
-	gateann_store_set_neighbors(is->store, id, list, hdr.nneighbors);
-	for (i = 0; i < lr.npages; i++)
-		gateann_store_mark_block(is->store, loc.block + lr.page_index[i] - meta->node_start,
-								 PageGetLSN(lr.pages[i]));
-	if (whole)
+	gateann_record_lock(is->index, meta, id, &ed);
+	n = gateann_record_get_list(meta, &ed, &hdr, list);
+	gateann_store_set_neighbors(is->store, id, list, n);
+	for (i = 0; i < ed.npages; i++)
+		gateann_store_mark_block(is->store, loc.block + ed.page_index[i] - meta->node_start,
+								 PageGetLSN(ed.pages[i]));
+	if (whole && !(hdr.flags & GATEANN_NODE_FREE))
+	{
+		if (!(hdr.flags & GATEANN_NODE_DELETED))
+			gateann_store_clear_deleted(is->store, id);
 		gateann_store_set_present(is->store, id);
-	record_unlock(&lr);
+	}
+	gateann_record_unlock(&ed);
 }
 
 bool
@@ -807,13 +799,23 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 			is.exp_by_id[i] = (uint32) i;
 		qsort_arg(is.exp_by_id, nexp, sizeof(uint32), cmp_exp_by_id, exp);
 
-		/* 3. its neighbors: deleted nodes route searches but get no new edges */
+		/*
+		 * 3. its neighbors: deleted nodes route searches but get no new
+		 * edges.  If the search found no live node at all (the entry point
+		 * and all around it deleted), the new node links to the deleted ones
+		 * and becomes the entry point: live again, and still reaching what
+		 * they reach (VACUUM replaces them by their neighbors).
+		 */
 		cand_vectors = palloc(sizeof(float) * dims * (Size) Max(nexp, 1));
 		cand_ids = palloc(sizeof(uint32) * Max(nexp, 1));
 		ncand = 0;
 		for (i = 0; i < nexp; i++)
+			ncand += exp[i].deleted ? 0 : 1;
+		is.become_entry = (ncand == 0 && nexp > 0);
+		ncand = 0;
+		for (i = 0; i < nexp; i++)
 		{
-			if (exp[i].deleted)
+			if (exp[i].deleted && !is.become_entry)
 				continue;
 			cand_ids[ncand] = exp[i].id;
 			memcpy(cand_vectors + (Size) ncand * dims, exp_vectors + (Size) i * dims,
@@ -832,9 +834,12 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 		id = allocate_and_write(&is);
 		if (id != InvalidNodeId)
 			break;
-		/* the index outgrew the store meanwhile: a larger one, and again */
+		/* outgrown store or a new entry point meanwhile: start over */
 		gateann_read_meta(index, meta);
 	}
+
+	if (!is.become_entry)
+		nn = drop_deleted_neighbors(&is, id, nbrs, nn);
 
 	/* 5. reverse edges */
 	for (i = 0; i < nn; i++)

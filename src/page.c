@@ -139,3 +139,202 @@ gateann_read_record(Relation index, const GateannMetaPageData *meta,
 	}
 	return pages;
 }
+
+void
+gateann_read_header(Relation index, const GateannMetaPageData *meta, uint32 node_id,
+					GateannNodeHeader *hdr)
+{
+	GateannRecordLoc loc = gateann_record_location(meta, node_id);
+	Buffer		buf = ReadBuffer(index, loc.block);
+	Page		page;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	page = BufferGetPage(buf);
+	if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\": block %u is not a node page",
+						RelationGetRelationName(index), loc.block),
+				 errhint("REINDEX the index.")));
+	memcpy(hdr, PageGetContents(page) + loc.offset, sizeof(GateannNodeHeader));
+	UnlockReleaseBuffer(buf);
+}
+
+/* ---- editing a record in place ------------------------------------------ */
+
+/* Which page of node id's record holds record byte `from`, and where in it */
+static inline void
+record_byte_position(const GateannMetaPageData *meta, uint32 id, uint32 from,
+					 uint32 *page_index, uint32 *offset)
+{
+	GateannRecordLoc loc = gateann_record_location(meta, id);
+
+	if (meta->records_per_page > 0)
+	{
+		*page_index = 0;
+		*offset = loc.offset + from;
+	}
+	else
+	{
+		*page_index = from / GATEANN_PAGE_CAPACITY;
+		*offset = from % GATEANN_PAGE_CAPACITY;
+	}
+}
+
+static int
+edit_slot(const GateannRecordEdit *ed, uint32 page_index)
+{
+	int			i;
+
+	for (i = 0; i < ed->npages; i++)
+		if (ed->page_index[i] == page_index)
+			return i;
+	elog(ERROR, "gateann: record page %u is not locked", page_index);
+	return -1;					/* keep compiler quiet */
+}
+
+void
+gateann_record_bytes(const GateannMetaPageData *meta, GateannRecordEdit *ed,
+					 uint32 from, uint32 len, char *buf, bool write)
+{
+	while (len > 0)
+	{
+		uint32		page_index,
+					offset,
+					chunk;
+		char	   *p;
+
+		record_byte_position(meta, ed->id, from, &page_index, &offset);
+		chunk = Min(len, (uint32) GATEANN_PAGE_CAPACITY - offset);
+		p = PageGetContents(ed->pages[edit_slot(ed, page_index)]) + offset;
+		if (write)
+			memcpy(p, buf, chunk);
+		else
+			memcpy(buf, p, chunk);
+		buf += chunk;
+		from += chunk;
+		len -= chunk;
+	}
+}
+
+void
+gateann_record_lock(Relation index, const GateannMetaPageData *meta, uint32 id,
+					GateannRecordEdit *ed)
+{
+	GateannRecordLoc loc = gateann_record_location(meta, id);
+	uint32		ranges[2][2] = {{0, sizeof(GateannNodeHeader)},
+	{meta->neighbors_offset, sizeof(uint32) * meta->max_neighbors}};
+	int			r,
+				i;
+
+	memset(ed, 0, sizeof(*ed));
+	ed->id = id;
+	for (r = 0; r < 2; r++)
+	{
+		uint32		first,
+					last,
+					offset,
+					k;
+
+		record_byte_position(meta, id, ranges[r][0], &first, &offset);
+		record_byte_position(meta, id, ranges[r][0] + ranges[r][1] - 1, &last, &offset);
+		for (k = first; k <= last; k++)
+		{
+			bool		have = false;
+
+			for (i = 0; i < ed->npages; i++)
+				have |= ed->page_index[i] == k;
+			if (!have)
+			{
+				if (ed->npages >= GATEANN_EDIT_PAGES)
+					elog(ERROR, "gateann: a neighbor list spans more than %d pages",
+						 GATEANN_EDIT_PAGES);
+				ed->page_index[ed->npages++] = k;
+			}
+		}
+	}
+	/* page_index values were added in increasing order: block order */
+	for (i = 0; i < ed->npages; i++)
+	{
+		BlockNumber blkno = loc.block + ed->page_index[i];
+
+		ed->bufs[i] = ReadBuffer(index, blkno);
+		LockBuffer(ed->bufs[i], BUFFER_LOCK_EXCLUSIVE);
+		ed->pages[i] = BufferGetPage(ed->bufs[i]);
+		if (!gateann_page_is_valid(ed->pages[i], GATEANN_PAGE_NODES))
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("gateann index \"%s\": block %u is not a node page",
+							RelationGetRelationName(index), blkno),
+					 errhint("REINDEX the index.")));
+	}
+}
+
+int
+gateann_record_get_list(const GateannMetaPageData *meta, GateannRecordEdit *ed,
+						GateannNodeHeader *hdr, uint32 *list)
+{
+	int			n;
+
+	gateann_record_bytes(meta, ed, 0, sizeof(GateannNodeHeader), (char *) hdr, false);
+	n = Min((int) hdr->nneighbors, meta->max_neighbors);
+	gateann_record_bytes(meta, ed, meta->neighbors_offset, sizeof(uint32) * n,
+						 (char *) list, false);
+	return n;
+}
+
+Page
+gateann_record_begin_change(Relation index, GateannRecordEdit *ed, Buffer also)
+{
+	Page		also_page = NULL;
+	int			i;
+
+	ed->state = GenericXLogStart(index);
+	for (i = 0; i < ed->npages; i++)
+		ed->pages[i] = GenericXLogRegisterBuffer(ed->state, ed->bufs[i], 0);
+	if (BufferIsValid(also))
+		also_page = GenericXLogRegisterBuffer(ed->state, also, 0);
+	return also_page;
+}
+
+void
+gateann_record_put_list(const GateannMetaPageData *meta, GateannRecordEdit *ed,
+						uint16 flags, const uint32 *list, int n)
+{
+	uint32		full[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint16		nn = (uint16) n;
+	int			i;
+
+	Assert(ed->state != NULL && n <= meta->max_neighbors);
+	memcpy(full, list, sizeof(uint32) * n);
+	for (i = n; i < meta->max_neighbors; i++)
+		full[i] = InvalidNodeId;
+	gateann_record_bytes(meta, ed, offsetof(GateannNodeHeader, flags), sizeof(uint16),
+						 (char *) &flags, true);
+	gateann_record_bytes(meta, ed, offsetof(GateannNodeHeader, nneighbors), sizeof(uint16),
+						 (char *) &nn, true);
+	gateann_record_bytes(meta, ed, meta->neighbors_offset,
+						 sizeof(uint32) * meta->max_neighbors, (char *) full, true);
+}
+
+void
+gateann_record_finish_change(GateannRecordEdit *ed)
+{
+	int			i;
+
+	GenericXLogFinish(ed->state);
+	ed->state = NULL;
+	for (i = 0; i < ed->npages; i++)
+		ed->pages[i] = BufferGetPage(ed->bufs[i]);
+}
+
+void
+gateann_record_unlock(GateannRecordEdit *ed)
+{
+	int			i;
+
+	Assert(ed->state == NULL);
+	for (i = 0; i < ed->npages; i++)
+		UnlockReleaseBuffer(ed->bufs[i]);
+	ed->npages = 0;
+}

@@ -7,6 +7,7 @@
 
 #include "gateann.h"
 
+#include "access/generic_xlog.h"
 #include "storage/bufmgr.h"
 
 /* Where a node's record starts. */
@@ -42,6 +43,56 @@ extern GateannRecordLoc gateann_record_location(const GateannMetaPageData *meta,
 extern int	gateann_read_record(Relation index, const GateannMetaPageData *meta,
 								uint32 node_id, char *dst,
 								BufferAccessStrategy strategy);
+
+/* Copy node_id's record header (share-locking its first page meanwhile). */
+extern void gateann_read_header(Relation index, const GateannMetaPageData *meta,
+								uint32 node_id, GateannNodeHeader *hdr);
+
+/*
+ * Editing a record in place (inserts' reverse edges, VACUUM's repairs): the
+ * pages holding its header and its neighbor list, exclusively locked in
+ * block order, changed under one generic WAL record.  A list never spans
+ * more than GATEANN_EDIT_PAGES pages, and one more buffer (the metapage)
+ * fits in the same WAL record.
+ */
+#define GATEANN_EDIT_PAGES	3
+
+typedef struct GateannRecordEdit
+{
+	uint32		id;
+	int			npages;
+	uint32		page_index[GATEANN_EDIT_PAGES];	/* page within the record */
+	Buffer		bufs[GATEANN_EDIT_PAGES];
+	Page		pages[GATEANN_EDIT_PAGES];	/* buffer pages, or WAL copies */
+	GenericXLogState *state;
+} GateannRecordEdit;
+
+/* Lock node id's header and list pages exclusively (errors on a bad page). */
+extern void gateann_record_lock(Relation index, const GateannMetaPageData *meta,
+								uint32 id, GateannRecordEdit *ed);
+
+/* Copy record bytes [from, from+len) between buf and the locked pages. */
+extern void gateann_record_bytes(const GateannMetaPageData *meta, GateannRecordEdit *ed,
+								 uint32 from, uint32 len, char *buf, bool write);
+
+/* The locked record's header and (up to max_neighbors of) its list. */
+extern int	gateann_record_get_list(const GateannMetaPageData *meta, GateannRecordEdit *ed,
+									GateannNodeHeader *hdr, uint32 *list);
+
+/*
+ * Start a change: from now on the edit's pages are WAL copies.  `also`, if
+ * valid, is registered in the same record (locked by the caller); its copy
+ * is returned.
+ */
+extern Page gateann_record_begin_change(Relation index, GateannRecordEdit *ed, Buffer also);
+
+/* Write flags and a new list (n ids, the rest of the list cleared). */
+extern void gateann_record_put_list(const GateannMetaPageData *meta, GateannRecordEdit *ed,
+									uint16 flags, const uint32 *list, int n);
+
+/* WAL-log the change; the pages stay locked. */
+extern void gateann_record_finish_change(GateannRecordEdit *ed);
+extern void gateann_record_unlock(GateannRecordEdit *ed);
 
 /* Accessors for a record held in memory */
 #define GateannRecordHeader(rec)	((GateannNodeHeader *) (rec))

@@ -15,6 +15,7 @@
 #include "filter.h"
 #include "page.h"
 
+#include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
 #include "storage/bufmgr.h"
@@ -273,6 +274,12 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 				 errmsg("gateann index \"%s\": record of node %u holds node %u",
 						RelationGetRelationName(a->index), id, hdr.node_id),
 				 errhint("REINDEX the index.")));
+	if (hdr.flags & GATEANN_NODE_FREE)
+	{
+		/* a free slot is not a node: never present until an insert takes it */
+		row[0] = 0;
+		return;
+	}
 	row[0] = (uint32) n;
 	if (hdr.flags & GATEANN_NODE_DELETED)
 		bitmap_set((pg_atomic_uint32 *) (base + h->deleted_off), id);
@@ -375,6 +382,8 @@ load_store(void *dest, Size bytes, void *arg)
 	for (i = 0; i < GATEANN_STORE_ROW_LOCKS; i++)
 		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->rowlocks_off) + i, 0);
 	pg_atomic_init_u32(&((GateannStoreHeader *) base)->caught_up, meta->nnodes);
+	pg_atomic_init_u64(&((GateannStoreHeader *) base)->reuse_seen, meta->reuse_count);
+	pg_atomic_init_u32(&((GateannStoreHeader *) base)->refreshing, 0);
 	if (meta->nnodes == 0)
 		return;
 
@@ -516,6 +525,93 @@ store_catch_up(GateannStore *s, Relation index, const GateannMetaPageData *meta)
 		;
 }
 
+/*
+ * Re-read node id from its pages into the store: code, filter codes, row,
+ * deleted and present bits as the record says.
+ */
+static void
+refresh_from_page(GateannStore *s, Relation index, const GateannMetaPageData *meta,
+				  uint32 id, char *rec)
+{
+	GateannNodeHeader *hdr = GateannRecordHeader(rec);
+
+	if (id >= s->capacity || id >= meta->nnodes)
+		return;
+	gateann_read_record(index, meta, id, rec, NULL);
+	if (hdr->node_id != id)
+		return;					/* gateann_verify reports it */
+	if (hdr->flags & GATEANN_NODE_FREE)
+	{
+		gateann_store_set_free(s, id);
+		return;
+	}
+	gateann_store_set_node(s, index, meta, id, rec);
+	gateann_store_set_neighbors(s, id, GateannRecordNeighbors(meta, rec), hdr->nneighbors);
+	if (hdr->flags & GATEANN_NODE_DELETED)
+		gateann_store_set_deleted(s, id);
+	else
+		gateann_store_clear_deleted(s, id);
+	gateann_store_set_present(s, id);
+}
+
+/*
+ * Slots reused since the store last looked (the metapage's reuse ring).  A
+ * shared store on a primary needs nothing: the inserts that reuse slots
+ * write it in place.  A private copy or a standby's store would otherwise
+ * keep the old node's PQ code and filter codes for the new node, which
+ * could hide it from filtered searches.  One backend at a time refreshes;
+ * others go on with the store as it is.  More reuses than the ring holds:
+ * every node is re-read.
+ */
+static void
+store_refresh_reused(GateannStore *s, Relation index, const GateannMetaPageData *meta)
+{
+	GateannStoreHeader *h = s->hdr;
+	uint64		seen = pg_atomic_read_u64(&h->reuse_seen);
+	uint32		expected = 0;
+	char	   *rec;
+
+	if (meta->reuse_count <= seen)
+		return;
+	if (s->shared && !RecoveryInProgress())
+	{
+		pg_atomic_compare_exchange_u64(&h->reuse_seen, &seen, meta->reuse_count);
+		return;
+	}
+	if (!pg_atomic_compare_exchange_u32(&h->refreshing, &expected, 1))
+		return;
+	PG_TRY();
+	{
+		rec = palloc(meta->record_size);
+		if (meta->reuse_count - seen > GATEANN_REUSE_LOG)
+		{
+			uint32		id;
+
+			for (id = 0; id < meta->nnodes; id++)
+			{
+				if ((id & 1023) == 0)
+					CHECK_FOR_INTERRUPTS();
+				refresh_from_page(s, index, meta, id, rec);
+			}
+		}
+		else
+		{
+			uint64		k;
+
+			for (k = seen; k < meta->reuse_count; k++)
+				refresh_from_page(s, index, meta,
+								  meta->reuse_log[k % GATEANN_REUSE_LOG], rec);
+		}
+		pfree(rec);
+		pg_atomic_write_u64(&h->reuse_seen, meta->reuse_count);
+	}
+	PG_FINALLY();
+	{
+		pg_atomic_write_u32(&h->refreshing, 0);
+	}
+	PG_END_TRY();
+}
+
 static GateannStore *
 shared_handle_lookup(const GateannStoreKey *key, uint32 needed)
 {
@@ -547,11 +643,13 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	if ((s = shared_handle_lookup(&key, meta->nnodes + 1)) != NULL)
 	{
 		store_catch_up(s, index, meta);
+		store_refresh_reused(s, index, meta);
 		return s;
 	}
 	if ((s = private_lookup(&key)) != NULL && meta->nnodes < s->capacity)
 	{
 		store_catch_up(s, index, meta);
+		store_refresh_reused(s, index, meta);
 		return s;
 	}
 	/* (an outgrown private copy is replaced below) */
@@ -569,6 +667,7 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 		s->next = shared_handles;
 		shared_handles = s;
 		store_catch_up(s, index, meta);
+		store_refresh_reused(s, index, meta);
 		return s;
 	}
 
@@ -707,6 +806,36 @@ gateann_store_set_deleted(GateannStore *s, uint32 id)
 {
 	if (id < s->capacity)
 		bitmap_set(s->deleted, id);
+}
+
+void
+gateann_store_clear_deleted(GateannStore *s, uint32 id)
+{
+	if (id < s->capacity)
+		pg_atomic_fetch_and_u32(&s->deleted[id >> 5], ~(1U << (id & 31)));
+}
+
+void
+gateann_store_set_free(GateannStore *s, uint32 id)
+{
+	uint32		none[1];
+
+	if (id >= s->capacity)
+		return;
+	pg_atomic_fetch_and_u32(&s->present[id >> 5], ~(1U << (id & 31)));
+	gateann_store_set_neighbors(s, id, none, 0);
+}
+
+void
+gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta,
+						   Relation index, Buffer buf)
+{
+	gateann_store_mark_block(s, BufferGetBlockNumber(buf) - meta->node_start,
+							 PageGetLSN(BufferGetPage(buf)));
+	if (RelationUsesLocalBuffers(index))
+		return;
+	if (!RelationNeedsWAL(index) || !s->shared)
+		FlushOneBuffer(buf);
 }
 
 void

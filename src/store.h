@@ -33,6 +33,8 @@ typedef struct GateannStoreHeader
 	uint32		magic;
 	uint32		nnodes;			/* nodes loaded from the pages */
 	pg_atomic_uint32 caught_up;	/* every node below this is present */
+	pg_atomic_uint64 reuse_seen;	/* metapage reuse_count refreshed up to */
+	pg_atomic_uint32 refreshing;	/* a backend is refreshing reused slots */
 	uint32		capacity;		/* nodes there is room for (inserts) */
 	uint32		node_blocks;	/* page marks: node blocks of capacity nodes */
 	int32		dims;
@@ -152,6 +154,22 @@ extern void gateann_store_set_neighbors(GateannStore *s, uint32 id,
 extern void gateann_store_set_present(GateannStore *s, uint32 id);
 
 extern void gateann_store_set_deleted(GateannStore *s, uint32 id);
+
+/* A slot was reused: its old deleted bit goes (before set_present). */
+extern void gateann_store_clear_deleted(GateannStore *s, uint32 id);
+
+/* VACUUM freed id's slot: no longer present, empty row. */
+extern void gateann_store_set_free(GateannStore *s, uint32 id);
+
+/*
+ * Node page `buf` (still exclusively locked) was changed under WAL: raise
+ * its block mark to the page's LSN, or write it out now where marks cannot
+ * help: relations without WAL have no page LSNs, and a private copy's marks
+ * are seen by its own backend only.  (Temporary relations are the caller's:
+ * their local buffers belong to this backend alone; flush them at the end.)
+ */
+extern void gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta,
+									   Relation index, Buffer buf);
 
 /*
  * A writer changed node block blkno_in_nodes; the file holds the change once

@@ -3,21 +3,50 @@
  *
  * Bulk delete marks the records of dead heap tuples deleted (generic WAL,
  * one record per modified page): from then on scans never return them, but
- * they keep their place in the graph and still route searches.  Repairing
- * their in-neighbors and reusing their slots (FreshDiskANN consolidation)
- * comes with inserts in the writes issue.
+ * they keep their place in the graph and still route searches.
+ *
+ * Cleanup then consolidates (FreshDiskANN's delete phase) and frees their
+ * slots for inserts to reuse:
+ *
+ *   1. one pass over the records collects the deleted nodes, their
+ *      neighbor lists, and the slots already free;
+ *   2. if the entry point is deleted, the live node nearest to it (by PQ
+ *      distance) becomes the entry point; the old one stays deleted, not
+ *      freed, until the next VACUUM (a scan may have just started from it);
+ *   3. every other node whose list points to a node being freed gets a new
+ *      list: its other neighbors plus the freed nodes' neighbors, robust
+ *      pruned (alpha of the build) on PQ-decoded vectors around its exact
+ *      vector when there are more than R of them;
+ *   4. each deleted node's slot is marked free (no neighbors) together with
+ *      the metapage's counts, and leaves the store;
+ *   5. a walk from the entry point over the neighbor store finds live nodes
+ *      no search could reach any more (whole regions deleted around them)
+ *      and links each from a reached node near it.
+ *
+ * Only page locks are held, one record at a time (the metapage first in
+ * step 4, in the order inserts take them), so queries and inserts go on.
+ * An insert whose search read a node before it was deleted drops the edge
+ * itself (insert.c, drop_deleted_neighbors).
  */
 #include "postgres.h"
 
 #include "gateann.h"
+#include "distance.h"
+#include "graph.h"
 #include "page.h"
+#include "pq.h"
 #include "store.h"
 
 #include "access/generic_xlog.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "utils/float.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
+
+/* Candidates a repaired list is pruned from, closest first */
+#define CONSOLIDATE_CANDIDATES(R)	(2 * (R))
 
 static void
 add_deleted_to_meta(Relation index, uint32 ndeleted)
@@ -126,20 +155,686 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	return stats;
 }
 
+/* ---- consolidation -------------------------------------------------------- */
+
+typedef struct Consolidation
+{
+	Relation	index;
+	GateannMetaPageData meta;
+	GateannStore *store;
+	BufferAccessStrategy strategy;
+	char	   *rec;
+	uint8	   *free_map;		/* slots already free */
+	uint8	   *doomed_map;		/* deleted nodes whose slots this pass frees */
+	uint32	   *doomed;			/* their ids, ascending */
+	uint32		ndoomed;
+	uint32	   *doomed_lists;	/* R per doomed node */
+	uint16	   *doomed_len;
+	uint32		kept_entry;		/* a deleted entry point not freed, or invalid */
+	int64		repaired;
+	int64		relinked;
+	uint32	   *stamp;			/* per node: last repair that saw it */
+	uint32		stamp_now;
+	MemoryContext node_cxt;		/* reset for every repaired list */
+} Consolidation;
+
+#define MAP_TEST(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
+#define MAP_SET(map, id)	((map)[(id) >> 3] |= (1 << ((id) & 7)))
+
+typedef struct Candidate
+{
+	uint32		id;
+	float		dist;
+} Candidate;
+
+static int
+cmp_candidate(const void *a, const void *b)
+{
+	const Candidate *ca = (const Candidate *) a;
+	const Candidate *cb = (const Candidate *) b;
+
+	if (ca->dist != cb->dist)
+		return ca->dist < cb->dist ? -1 : 1;
+	return (ca->id > cb->id) - (ca->id < cb->id);
+}
+
+static int
+cmp_uint32(const void *a, const void *b)
+{
+	uint32		x = *(const uint32 *) a;
+	uint32		y = *(const uint32 *) b;
+
+	return (x > y) - (x < y);
+}
+
+static bool
+gone(const Consolidation *c, uint32 id)
+{
+	return id >= c->meta.nnodes || MAP_TEST(c->free_map, id) || MAP_TEST(c->doomed_map, id) ||
+		!gateann_store_has(c->store, id);
+}
+
+/* Does a list point to a slot that is (being) freed? */
+static bool
+needs_repair(const Consolidation *c, const uint32 *list, int n)
+{
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (gone(c, list[i]))
+			return true;
+	return false;
+}
+
+/* Position of a doomed id in c->doomed */
+static int
+doomed_position(const Consolidation *c, uint32 id)
+{
+	uint32	   *hit = bsearch(&id, c->doomed, c->ndoomed, sizeof(uint32), cmp_uint32);
+
+	return hit ? (int) (hit - c->doomed) : -1;
+}
+
+/* Has id been seen for the current node?  (stamps avoid clearing a set) */
+static inline bool
+seen_test_and_set(Consolidation *c, uint32 id)
+{
+	if (c->stamp[id] == c->stamp_now)
+		return true;
+	c->stamp[id] = c->stamp_now;
+	return false;
+}
+
+/*
+ * The repaired list of node p (exact vector pvec, current list `list`):
+ * its neighbors that stay, plus the neighbors of those that go, robust
+ * pruned around p when there are more than R.  Where whole regions were
+ * deleted, the freed nodes' neighbors may all be freed too: then the walk
+ * goes on through freed nodes (breadth first, at most 2R of them) until R
+ * live candidates are found, so that p keeps its way across the gap.
+ * Returns the list's length.
+ */
+static int
+repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, int n,
+			uint32 *out)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	int			R = meta->max_neighbors;
+	int			dims = meta->dims;
+	uint32	   *ids = palloc(sizeof(uint32) * ((Size) 2 * R + 1) * (R + 1));
+	uint32	   *queue = palloc(sizeof(uint32) * ((Size) 2 * R + 1) * (R + 1));
+	int			nids = 0;
+	int			qhead = 0,
+				qtail = 0;
+	int			direct;
+	int			i,
+				j;
+	Candidate  *cands;
+	float	   *vectors;
+	float	   *chosen;
+	uint32	   *cand_ids;
+	int			ncand;
+
+	if (++c->stamp_now == 0)
+	{
+		memset(c->stamp, 0, sizeof(uint32) * (Size) meta->nnodes);
+		c->stamp_now = 1;
+	}
+	(void) seen_test_and_set(c, p);
+
+	/* the neighbors that stay come first, in their order */
+	for (i = 0; i < n; i++)
+	{
+		if (list[i] >= meta->nnodes || seen_test_and_set(c, list[i]))
+			continue;
+		if (MAP_TEST(c->doomed_map, list[i]))
+			queue[qtail++] = list[i];
+		else if (!gone(c, list[i]))
+			ids[nids++] = list[i];
+	}
+	direct = qtail;
+	while (qhead < qtail && (qhead < direct || (nids < R && qhead < 2 * R)))
+	{
+		int			pos = doomed_position(c, queue[qhead++]);
+
+		if (pos < 0)
+			continue;
+		for (j = 0; j < c->doomed_len[pos]; j++)
+		{
+			uint32		y = c->doomed_lists[(Size) pos * R + j];
+
+			if (y >= meta->nnodes || seen_test_and_set(c, y))
+				continue;
+			if (MAP_TEST(c->doomed_map, y))
+			{
+				if (qtail < 2 * R + 1)
+					queue[qtail++] = y;
+			}
+			else if (!gone(c, y))
+				ids[nids++] = y;
+		}
+	}
+	if (nids <= R)
+	{
+		memcpy(out, ids, sizeof(uint32) * nids);
+		return nids;
+	}
+
+	/* more than R: the closest candidates, robust pruned */
+	cands = palloc(sizeof(Candidate) * nids);
+	vectors = palloc(sizeof(float) * dims * (Size) nids);
+	for (i = 0; i < nids; i++)
+	{
+		float	   *v = vectors + (Size) i * dims;
+
+		gateann_pq_decode(&c->store->pq, c->store->codes + (Size) ids[i] * meta->pq_subspaces, v);
+		cands[i].id = (uint32) i;
+		cands[i].dist = gateann_l2sq(pvec, v, dims);
+	}
+	qsort(cands, nids, sizeof(Candidate), cmp_candidate);
+	ncand = Min(nids, CONSOLIDATE_CANDIDATES(R));
+	cand_ids = palloc(sizeof(uint32) * ncand);
+	chosen = palloc(sizeof(float) * dims * (Size) ncand);
+	for (i = 0; i < ncand; i++)
+	{
+		memcpy(chosen + (Size) i * dims, vectors + (Size) cands[i].id * dims,
+			   sizeof(float) * dims);
+		cand_ids[i] = ids[cands[i].id];
+	}
+	return gateann_graph_prune_vectors(pvec, chosen, cand_ids, ncand, dims,
+									   meta->alpha, R, c->store->tunnel_neighbors, out);
+}
+
+/* Step 1: deleted nodes, their lists, free slots. */
+static void
+collect_deleted(Consolidation *c)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	int			R = meta->max_neighbors;
+	uint32		cap = Max(meta->ndeleted, 16);
+	uint32		id;
+
+	c->free_map = palloc0((meta->nnodes + 7) / 8);
+	c->stamp = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) meta->nnodes);
+	memset(c->stamp, 0, sizeof(uint32) * (Size) meta->nnodes);
+	c->stamp_now = 0;
+	c->doomed_map = palloc0((meta->nnodes + 7) / 8);
+	c->doomed = palloc(sizeof(uint32) * cap);
+	c->doomed_len = palloc(sizeof(uint16) * cap);
+	c->doomed_lists = MemoryContextAllocHuge(CurrentMemoryContext,
+											 sizeof(uint32) * (Size) cap * R);
+	c->ndoomed = 0;
+	for (id = 0; id < meta->nnodes; id++)
+	{
+		GateannNodeHeader *hdr = GateannRecordHeader(c->rec);
+
+		if ((id & 255) == 0)
+			gateann_vacuum_delay_point();
+		gateann_read_record(c->index, meta, id, c->rec, c->strategy);
+		if (hdr->node_id != id)
+			continue;			/* gateann_verify reports it */
+		if (hdr->flags & GATEANN_NODE_FREE)
+		{
+			MAP_SET(c->free_map, id);
+			continue;
+		}
+		if (!(hdr->flags & GATEANN_NODE_DELETED) || id == c->kept_entry)
+			continue;
+		if (c->ndoomed == cap)
+		{
+			cap *= 2;
+			c->doomed = repalloc(c->doomed, sizeof(uint32) * cap);
+			c->doomed_len = repalloc(c->doomed_len, sizeof(uint16) * cap);
+			c->doomed_lists = repalloc_huge(c->doomed_lists, sizeof(uint32) * (Size) cap * R);
+		}
+		MAP_SET(c->doomed_map, id);
+		c->doomed[c->ndoomed] = id;
+		c->doomed_len[c->ndoomed] = (uint16) Min((int) hdr->nneighbors, R);
+		memcpy(c->doomed_lists + (Size) c->ndoomed * R, GateannRecordNeighbors(meta, c->rec),
+			   sizeof(uint32) * c->doomed_len[c->ndoomed]);
+		c->ndoomed++;
+	}
+}
+
+/*
+ * Step 2: a deleted entry point is replaced by the live node closest to it
+ * (PQ distances to its exact vector).  Returns false if there is no live
+ * node (then nothing is freed: the next insert becomes the entry point).
+ */
+static bool
+replace_entry_point(Consolidation *c)
+{
+	GateannMetaPageData *meta = &c->meta;
+	uint32		entry = meta->entry_point;
+	GateannNodeHeader hdr;
+	float	   *table;
+	uint32		best = InvalidNodeId;
+	float		best_dist = get_float4_infinity();
+	uint32		id;
+	Buffer		metabuf;
+	GenericXLogState *state;
+	GateannMetaPageData *m;
+
+	c->kept_entry = InvalidNodeId;
+	if (entry >= meta->nnodes)
+		return true;
+	gateann_read_header(c->index, meta, entry, &hdr);
+	if (!(hdr.flags & GATEANN_NODE_DELETED))
+		return true;
+
+	gateann_read_record(c->index, meta, entry, c->rec, c->strategy);
+	table = palloc(sizeof(float) * meta->pq_subspaces * GATEANN_PQ_CENTROIDS);
+	gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+							  GATEANN_PQ_L2, table);
+	for (id = 0; id < meta->nnodes; id++)
+	{
+		float		d;
+
+		if (!gateann_store_has(c->store, id) || gateann_store_is_deleted(c->store, id))
+			continue;
+		d = gateann_pq_adc(table, c->store->codes + (Size) id * meta->pq_subspaces,
+						   meta->pq_subspaces);
+		if (d < best_dist)
+		{
+			best_dist = d;
+			best = id;
+		}
+	}
+	pfree(table);
+	c->kept_entry = entry;
+	if (best == InvalidNodeId)
+		return false;
+
+	metabuf = ReadBuffer(c->index, GATEANN_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(c->index);
+	m = (GateannMetaPageData *) PageGetContents(GenericXLogRegisterBuffer(state, metabuf, 0));
+	/* (an insert may have replaced it meanwhile: then keep that one) */
+	if (m->entry_point == entry)
+		m->entry_point = best;
+	meta->entry_point = m->entry_point;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+	return true;
+}
+
+static void
+publish_edit(Consolidation *c, GateannRecordEdit *ed)
+{
+	int			i;
+
+	gateann_record_finish_change(ed);
+	for (i = 0; i < ed->npages; i++)
+		gateann_store_page_changed(c->store, &c->meta, c->index, ed->bufs[i]);
+}
+
+/* Step 3: repair every list that points to a slot being (or already) freed. */
+static void
+repair_lists(Consolidation *c)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		newlist[GATEANN_MAX_NEIGHBORS_LIMIT];
+	float	   *pvec = palloc(sizeof(float) * meta->dims);
+	uint32		id;
+
+	for (id = 0; id < meta->nnodes; id++)
+	{
+		GateannNodeHeader *rhdr = GateannRecordHeader(c->rec);
+		GateannNodeHeader hdr;
+		GateannRecordEdit ed;
+		MemoryContext oldcxt;
+		int			n,
+					nn;
+
+		if ((id & 255) == 0)
+			gateann_vacuum_delay_point();
+		if (MAP_TEST(c->free_map, id) || MAP_TEST(c->doomed_map, id))
+			continue;
+		gateann_read_record(c->index, meta, id, c->rec, c->strategy);
+		n = Min((int) rhdr->nneighbors, meta->max_neighbors);
+		if (rhdr->node_id != id || (rhdr->flags & GATEANN_NODE_FREE) ||
+			!needs_repair(c, GateannRecordNeighbors(meta, c->rec), n))
+			continue;
+		memcpy(pvec, GateannRecordVector(meta, c->rec), sizeof(float) * meta->dims);
+
+		/*
+		 * Under the lock: inserts may have changed the list since it was
+		 * read (the vector never changes while the node lives).
+		 */
+		oldcxt = MemoryContextSwitchTo(c->node_cxt);
+		gateann_record_lock(c->index, meta, id, &ed);
+		n = gateann_record_get_list(meta, &ed, &hdr, list);
+		if (hdr.node_id != id || (hdr.flags & GATEANN_NODE_FREE) || !needs_repair(c, list, n))
+		{
+			gateann_record_unlock(&ed);
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(c->node_cxt);
+			continue;
+		}
+		nn = repair_list(c, id, pvec, list, n, newlist);
+		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
+		gateann_record_put_list(meta, &ed, hdr.flags, newlist, nn);
+		publish_edit(c, &ed);
+		gateann_store_set_neighbors(c->store, id, newlist, nn);
+		gateann_record_unlock(&ed);
+		MemoryContextSwitchTo(oldcxt);
+		MemoryContextReset(c->node_cxt);
+		c->repaired++;
+	}
+	pfree(pvec);
+}
+
+/* Step 4: free the doomed slots, counting them in the metapage. */
+static void
+free_slots(Consolidation *c)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	uint32		i;
+
+	for (i = 0; i < c->ndoomed; i++)
+	{
+		uint32		id = c->doomed[i];
+		Buffer		metabuf;
+		GateannRecordEdit ed;
+		GateannNodeHeader hdr;
+		uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+		GateannMetaPageData *m;
+
+		if ((i & 255) == 0)
+			gateann_vacuum_delay_point();
+		metabuf = ReadBuffer(c->index, GATEANN_METAPAGE_BLKNO);
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+		gateann_record_lock(c->index, meta, id, &ed);
+		(void) gateann_record_get_list(meta, &ed, &hdr, list);
+		if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_DELETED) &&
+			!(hdr.flags & GATEANN_NODE_FREE))
+		{
+			m = (GateannMetaPageData *) PageGetContents(gateann_record_begin_change(c->index, &ed, metabuf));
+			gateann_record_put_list(meta, &ed, hdr.flags | GATEANN_NODE_FREE, list, 0);
+			if (m->ndeleted > 0)
+				m->ndeleted--;
+			if (m->nfree == 0 || id < m->free_cursor)
+				m->free_cursor = id;
+			m->nfree++;
+			publish_edit(c, &ed);
+			gateann_store_set_free(c->store, id);
+		}
+		gateann_record_unlock(&ed);
+		UnlockReleaseBuffer(metabuf);
+	}
+}
+
+/* ---- step 5: reachability ------------------------------------------------- */
+
+typedef struct Reach
+{
+	uint8	   *reached;
+	uint32	   *queue;
+	uint32	   *row;
+} Reach;
+
+/* Mark everything reachable from `from` over the neighbor store's rows */
+static void
+walk_from(Consolidation *c, Reach *r, uint32 from)
+{
+	uint32		head = 0,
+				tail = 0;
+
+	if (from >= c->meta.nnodes || MAP_TEST(r->reached, from) ||
+		!gateann_store_has(c->store, from))
+		return;
+	MAP_SET(r->reached, from);
+	r->queue[tail++] = from;
+	while (head < tail)
+	{
+		uint32		id = r->queue[head++];
+		int			n = gateann_store_copy_neighbors(c->store, id, r->row);
+		int			i;
+
+		for (i = 0; i < n; i++)
+		{
+			uint32		nb = r->row[i];
+
+			if (nb >= c->meta.nnodes || MAP_TEST(r->reached, nb) ||
+				!gateann_store_has(c->store, nb))
+				continue;
+			MAP_SET(r->reached, nb);
+			r->queue[tail++] = nb;
+		}
+	}
+}
+
+/*
+ * Live nodes near u that searches reach, nearest first (an in-memory
+ * greedy search from the entry point over PQ codes and rows).  Returns how
+ * many were put into out (room for L).
+ */
+static int
+near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	Candidate  *f = palloc(sizeof(Candidate) * (L + 1));
+	bool	   *expanded = palloc0(sizeof(bool) * (L + 1));
+	int			fsize = 0;
+	int			nout = 0;
+	int			i;
+	uint32		entry = meta->entry_point;
+
+	if (++c->stamp_now == 0)
+	{
+		memset(c->stamp, 0, sizeof(uint32) * (Size) meta->nnodes);
+		c->stamp_now = 1;
+	}
+	if (entry >= meta->nnodes || !MAP_TEST(r->reached, entry))
+		return 0;
+	(void) seen_test_and_set(c, entry);
+	f[0].id = entry;
+	f[0].dist = gateann_pq_adc(table, c->store->codes + (Size) entry * meta->pq_subspaces,
+							   meta->pq_subspaces);
+	fsize = 1;
+	for (;;)
+	{
+		int			n;
+
+		for (i = 0; i < fsize && expanded[i]; i++)
+			;
+		if (i == fsize)
+			break;
+		expanded[i] = true;
+		n = gateann_store_copy_neighbors(c->store, f[i].id, r->row);
+		for (int k = 0; k < n; k++)
+		{
+			uint32		nb = r->row[k];
+			float		d;
+			int			pos;
+
+			if (nb >= meta->nnodes || !MAP_TEST(r->reached, nb) || seen_test_and_set(c, nb))
+				continue;
+			d = gateann_pq_adc(table, c->store->codes + (Size) nb * meta->pq_subspaces,
+							   meta->pq_subspaces);
+			if (fsize == L && d >= f[L - 1].dist)
+				continue;
+			for (pos = fsize < L ? fsize : L - 1; pos > 0 && f[pos - 1].dist > d; pos--)
+			{
+				f[pos] = f[pos - 1];
+				expanded[pos] = expanded[pos - 1];
+			}
+			f[pos].id = nb;
+			f[pos].dist = d;
+			expanded[pos] = false;
+			if (fsize < L)
+				fsize++;
+		}
+	}
+	for (i = 0; i < fsize; i++)
+		if (!gateann_store_is_deleted(c->store, f[i].id))
+			out[nout++] = f[i].id;
+	return nout;
+}
+
+/* Add the edge from -> to (appended; or in place of from's last neighbor) */
+static void
+add_link(Consolidation *c, uint32 from, uint32 to)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	GateannRecordEdit ed;
+	GateannNodeHeader hdr;
+	int			n,
+				i;
+
+	gateann_record_lock(c->index, meta, from, &ed);
+	n = gateann_record_get_list(meta, &ed, &hdr, list);
+	for (i = 0; i < n && list[i] != to; i++)
+		;
+	if (i == n && !(hdr.flags & GATEANN_NODE_FREE))
+	{
+		if (n < meta->max_neighbors)
+			list[n++] = to;
+		else
+			list[n - 1] = to;
+		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
+		gateann_record_put_list(meta, &ed, hdr.flags, list, n);
+		publish_edit(c, &ed);
+		gateann_store_set_neighbors(c->store, from, list, n);
+	}
+	gateann_record_unlock(&ed);
+}
+
+/*
+ * Step 5: every live node must stay reachable from the entry point.  When
+ * whole regions are deleted, the repaired lists around them may no longer
+ * lead into what is left behind them.  A walk over the neighbor store's
+ * rows (each a prefix of its node's list: what it reaches, searches reach)
+ * marks what is reachable; a live node it missed is linked from a reached
+ * node near it, one with room in its list if there is one, and the walk
+ * goes on from there.
+ */
+static void
+relink_unreachable(Consolidation *c)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	int			L = Max(32, c->store->tunnel_neighbors);
+	Reach		r;
+	float	   *table = palloc(sizeof(float) * meta->pq_subspaces * GATEANN_PQ_CENTROIDS);
+	uint32	   *near = palloc(sizeof(uint32) * L);
+	uint32		id;
+
+	r.reached = palloc0(((Size) meta->nnodes + 7) / 8);
+	r.queue = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) meta->nnodes);
+	r.row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
+	walk_from(c, &r, meta->entry_point);
+
+	for (id = 0; id < meta->nnodes; id++)
+	{
+		int			n,
+					i;
+		uint32		from;
+		GateannNodeHeader hdr;
+
+		if ((id & 1023) == 0)
+			gateann_vacuum_delay_point();
+		if (MAP_TEST(r.reached, id) || !gateann_store_has(c->store, id) ||
+			gateann_store_is_deleted(c->store, id))
+			continue;
+		gateann_read_record(c->index, meta, id, c->rec, c->strategy);
+		if (GateannRecordHeader(c->rec)->node_id != id ||
+			(GateannRecordHeader(c->rec)->flags & GATEANN_NODE_DELETED))
+			continue;
+		gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+								  GATEANN_PQ_L2, table);
+		n = near_reached(c, &r, table, L, near);
+		if (n == 0)
+			continue;
+		from = near[0];
+		for (i = 0; i < n; i++)
+		{
+			gateann_read_header(c->index, meta, near[i], &hdr);
+			if (hdr.nneighbors < meta->max_neighbors)
+			{
+				from = near[i];
+				break;
+			}
+		}
+		add_link(c, from, id);
+		c->relinked++;
+		walk_from(c, &r, id);
+	}
+}
+
+/*
+ * Consolidate the deleted nodes of an index and free their slots.  Returns
+ * the number of slots freed.
+ */
+static uint32
+consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
+{
+	Consolidation c;
+	MemoryContext cxt;
+	MemoryContext oldcxt;
+	uint32		freed = 0;
+
+	memset(&c, 0, sizeof(c));
+	c.index = info->index;
+	c.strategy = info->strategy;
+	gateann_read_meta(c.index, &c.meta);
+	if (c.meta.ndeleted == 0 || c.meta.nnodes == 0 || c.meta.dims == 0)
+		return 0;
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gateann consolidation",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+	c.node_cxt = AllocSetContextCreate(cxt, "gateann repaired list",
+									   ALLOCSET_DEFAULT_SIZES);
+	c.store = gateann_store_get(c.index, &c.meta);
+	c.rec = palloc(c.meta.record_size);
+
+	if (replace_entry_point(&c))
+	{
+		collect_deleted(&c);
+		if (c.ndoomed > 0)
+		{
+			repair_lists(&c);
+			free_slots(&c);
+			freed = c.ndoomed;
+			relink_unreachable(&c);
+		}
+	}
+	/* temporary relations live in local buffers: make the files current */
+	if (RelationUsesLocalBuffers(c.index))
+		FlushRelationBuffers(c.index);
+	*repaired = c.repaired;
+	*relinked = c.relinked;
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	return freed;
+}
+
 IndexBulkDeleteResult *
 gateann_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 {
 	GateannMetaPageData meta;
+	int64		repaired = 0;
+	int64		relinked = 0;
+	uint32		freed;
 
 	if (info->analyze_only)
 		return stats;
+	freed = consolidate(info, &repaired, &relinked);
+	if (freed > 0)
+		ereport(info->message_level,
+				(errmsg("gateann index \"%s\": %u slots freed, %lld neighbor lists repaired, %lld nodes relinked",
+						RelationGetRelationName(info->index), freed,
+						(long long) repaired, (long long) relinked)));
+
+	gateann_read_meta(info->index, &meta);
 	if (stats == NULL)
-	{
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
-		gateann_read_meta(info->index, &meta);
-		stats->num_index_tuples = meta.nnodes - meta.ndeleted;
-		stats->estimated_count = false;
-	}
+	stats->num_index_tuples = GATEANN_LIVE_NODES(&meta);
+	stats->estimated_count = false;
+	stats->pages_free = 0;
 	stats->num_pages = RelationGetNumberOfBlocks(info->index);
 	return stats;
 }

@@ -5,8 +5,9 @@
  *
  * Checked: the metapage (magic, format, region bounds, entry point, counts);
  * the page kind of every codebook, dictionary and node page; every record
- * (its node id, neighbor count, neighbor ids in range and not itself, heap
- * TID); the deleted count; and, when this backend can see the index's
+ * (its node id, neighbor count, neighbor ids in range, not itself and not a
+ * freed slot, heap TID); freed slots (no neighbors, at or past the free
+ * cursor, not the entry point); the deleted and free counts; and, when this backend can see the index's
  * in-memory stores (shared, or its own private copy), that they agree with
  * the records (PQ code, neighbor store row, deleted bit).
  *
@@ -78,9 +79,12 @@ check_region(VerifyState *vs, Relation index, BlockNumber start, BlockNumber npa
 	}
 }
 
+#define IS_FREE(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
+
 static void
 check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
-			 const char *rec, const GateannStore *store, uint32 *ndeleted)
+			 const char *rec, const GateannStore *store, const uint8 *free_map,
+			 uint32 *ndeleted)
 {
 	GateannNodeHeader *hdr = GateannRecordHeader(rec);
 	const uint32 *nbrs = GateannRecordNeighbors(meta, rec);
@@ -89,6 +93,21 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 	if (hdr->node_id != id)
 	{
 		problem(vs, "node %u: record holds node id %u", id, hdr->node_id);
+		return;
+	}
+	if (hdr->flags & GATEANN_NODE_FREE)
+	{
+		if (!(hdr->flags & GATEANN_NODE_DELETED))
+			problem(vs, "node %u: free slot not flagged deleted", id);
+		if (hdr->nneighbors != 0)
+			problem(vs, "node %u: free slot has %u neighbors", id, hdr->nneighbors);
+		if (id < meta->free_cursor)
+			problem(vs, "node %u: free slot before the free cursor %u", id, meta->free_cursor);
+		if (id == meta->entry_point)
+			problem(vs, "node %u: the entry point is a free slot", id);
+		if (store != NULL && store->shared && !RecoveryInProgress() &&
+			gateann_store_has(store, id))
+			problem(vs, "node %u: free slot present in the in-memory stores", id);
 		return;
 	}
 	if (hdr->flags & GATEANN_NODE_DELETED)
@@ -108,6 +127,8 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 					id, i, nbrs[i], meta->nnodes);
 		else if (nbrs[i] == id)
 			problem(vs, "node %u: neighbor %d is the node itself", id, i);
+		else if (IS_FREE(free_map, nbrs[i]))
+			problem(vs, "node %u: neighbor %d is node %u, a free slot", id, i, nbrs[i]);
 	}
 
 	if (store != NULL)
@@ -153,6 +174,8 @@ gateann_verify(PG_FUNCTION_ARGS)
 	char	   *rec;
 	uint32		id;
 	uint32		ndeleted = 0;
+	uint32		nfree = 0;
+	uint8	   *free_map;
 	LOCKMODE	lockmode;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -172,8 +195,9 @@ gateann_verify(PG_FUNCTION_ARGS)
 	if (meta.nnodes > 0 && meta.entry_point >= meta.nnodes)
 		problem(&vs, "metapage: entry point %u beyond the %u nodes",
 				meta.entry_point, meta.nnodes);
-	if (meta.ndeleted > meta.nnodes)
-		problem(&vs, "metapage: %u deleted of %u nodes", meta.ndeleted, meta.nnodes);
+	if ((uint64) meta.ndeleted + meta.nfree > meta.nnodes)
+		problem(&vs, "metapage: %u deleted and %u free of %u nodes",
+				meta.ndeleted, meta.nfree, meta.nnodes);
 	if (meta.node_start + meta.node_pages > nblocks)
 		problem(&vs, "metapage: node pages end at block %u, the index has %u blocks",
 				meta.node_start + meta.node_pages, nblocks);
@@ -201,18 +225,37 @@ gateann_verify(PG_FUNCTION_ARGS)
 	if (gateann_store_loaded(index, &meta, &shared, &bytes))
 		store = gateann_store_get(index, &meta);
 
+	/* free slots first: no record may point to one */
+	free_map = palloc0(((Size) meta.nnodes + 7) / 8);
+	for (id = 0; id < meta.nnodes; id++)
+	{
+		GateannNodeHeader hdr;
+
+		if ((id & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		gateann_read_header(index, &meta, id, &hdr);
+		if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_FREE))
+		{
+			free_map[id >> 3] |= 1 << (id & 7);
+			nfree++;
+		}
+	}
+
 	rec = palloc(meta.record_size);
 	for (id = 0; id < meta.nnodes; id++)
 	{
 		if ((id & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 		gateann_read_record(index, &meta, id, rec, NULL);
-		check_record(&vs, &meta, id, rec, store, &ndeleted);
+		check_record(&vs, &meta, id, rec, store, free_map, &ndeleted);
 	}
 	pfree(rec);
 	if (ndeleted != meta.ndeleted)
 		problem(&vs, "metapage counts %u deleted nodes, the records %u",
 				meta.ndeleted, ndeleted);
+	if (nfree != meta.nfree)
+		problem(&vs, "metapage counts %u free slots, the records %u",
+				meta.nfree, nfree);
 
 done:
 	if (vs.nproblems > MAX_PROBLEMS)
