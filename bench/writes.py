@@ -6,12 +6,14 @@ On a generated dataset of n rows (bench/gen.py, loaded once):
   1. table w := the first 80% of the rows; CREATE INDEX (embedding, label10);
   2. insert 20% more rows (ids from the remaining 20%) with pgbench, first with
      1 client, then with 2: rows/s for each;
-  3. delete 20% of the original rows (every 5th id) and VACUUM;
+  3. delete 20% of the original rows (every 5th id) and VACUUM (which
+     consolidates the graph around them and frees their slots);
   4. recall@10 (unfiltered and label10 = q) at several L on the churned index,
-     against exact search on the final table (a sequential scan);
-  5. REINDEX: the same measurements on a fresh build of the same rows.
-Index size and node/deleted counts are recorded after every step (slot reuse
-is not implemented: deleted nodes keep their slots, so the index grows).
+     against exact search on the table (sequential scans), and the same on a
+     fresh build of the same rows (a copy of the table);
+  5. insert the deleted rows again (2 clients): they take the freed slots;
+  6. recall of the churned index again, and after a REINDEX.
+Index size and node/deleted/free counts are recorded after every step.
 Writes summary.md and results.json into --out.
 """
 from __future__ import annotations
@@ -34,10 +36,10 @@ L_VALUES = [50, 100, 200]
 
 def index_facts(conn, name: str) -> dict:
     row = conn.execute(
-        "SELECT nodes, live_nodes, deleted_nodes, pg_relation_size(%s::regclass) "
+        "SELECT nodes, live_nodes, deleted_nodes, free_slots, pg_relation_size(%s::regclass) "
         "FROM gateann_index_info(%s::regclass)", (name, name)).fetchone()
     return {"nodes": row[0], "live_nodes": row[1], "deleted_nodes": row[2],
-            "index_bytes": row[3]}
+            "free_slots": row[3], "index_bytes": row[4]}
 
 
 def run_pgbench(pgbench: str, script: str, clients: int, transactions: int) -> dict:
@@ -59,28 +61,28 @@ def run_pgbench(pgbench: str, script: str, clients: int, transactions: int) -> d
             "rows_per_second": round(tps, 1), "command": " ".join(cmd[:1] + cmd[2:3] + ["<script>"] + cmd[4:])}
 
 
-def exact_results(conn, qtable: str, nq: int) -> dict:
+def exact_results(conn, qtable: str, nq: int, tab: str = "w") -> dict:
     """Exact top-10 per query, unfiltered and label10 = qid % 10, by sequential scan."""
     conn.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
     res = {"unfiltered": [], "label10": []}
     for q in range(1, nq + 1):
         res["unfiltered"].append([r[0] for r in conn.execute(
-            f"SELECT id FROM w ORDER BY embedding <-> (SELECT embedding FROM {qtable} WHERE qid = %s) "
+            f"SELECT id FROM {tab} ORDER BY embedding <-> (SELECT embedding FROM {qtable} WHERE qid = %s) "
             "LIMIT 10", (q,))])
         res["label10"].append([r[0] for r in conn.execute(
-            f"SELECT id FROM w WHERE label10 = %s ORDER BY embedding <-> "
+            f"SELECT id FROM {tab} WHERE label10 = %s ORDER BY embedding <-> "
             f"(SELECT embedding FROM {qtable} WHERE qid = %s) LIMIT 10", (q % 10, q))])
     conn.execute("RESET enable_indexscan; RESET enable_bitmapscan")
     return res
 
 
-def measure_recall(conn, qtable: str, nq: int, truth: dict) -> list[dict]:
+def measure_recall(conn, qtable: str, nq: int, truth: dict, tab: str = "w") -> list[dict]:
     conn.execute("SET enable_seqscan = off")
     plan = "\n".join(r[0] for r in conn.execute(
-        f"EXPLAIN SELECT id FROM w ORDER BY embedding <-> (SELECT embedding FROM {qtable} "
+        f"EXPLAIN SELECT id FROM {tab} ORDER BY embedding <-> (SELECT embedding FROM {qtable} "
         "WHERE qid = %s) LIMIT 10", (1,)))
     log(plan)
-    if "w_idx" not in plan:
+    if f"{tab}_idx" not in plan:
         raise RuntimeError(f"the planner does not use the gateann index:\n{plan}")
     points = []
     for L in L_VALUES:
@@ -91,11 +93,11 @@ def measure_recall(conn, qtable: str, nq: int, truth: dict) -> list[dict]:
             for q in range(1, nq + 1):
                 if wl == "unfiltered":
                     got = [r[0] for r in conn.execute(
-                        f"SELECT id FROM w ORDER BY embedding <-> (SELECT embedding FROM {qtable} "
+                        f"SELECT id FROM {tab} ORDER BY embedding <-> (SELECT embedding FROM {qtable} "
                         "WHERE qid = %s) LIMIT 10", (q,))]
                 else:
                     got = [r[0] for r in conn.execute(
-                        f"SELECT id FROM w WHERE label10 = %s ORDER BY embedding <-> "
+                        f"SELECT id FROM {tab} WHERE label10 = %s ORDER BY embedding <-> "
                         f"(SELECT embedding FROM {qtable} WHERE qid = %s) LIMIT 10", (q % 10, q))]
                 exact = truth[wl][q - 1]
                 hits += len(set(got) & set(exact))
@@ -168,12 +170,37 @@ def main():
     log("recall of the churned index")
     res["churned"] = measure_recall(conn, spec.qtable, a.queries, truth)
 
-    log("REINDEX (fresh build of the same rows)")
+    log("fresh build of the same rows (a copy of the table)")
+    conn.execute("DROP TABLE IF EXISTS wf")
+    conn.execute("CREATE TABLE wf AS SELECT * FROM w")
+    conn.execute("VACUUM ANALYZE wf")
+    t0 = time.monotonic()
+    conn.execute("CREATE INDEX wf_idx ON wf USING gateann (embedding, label10)")
+    res["steps"]["fresh"] = {"seconds": round(time.monotonic() - t0, 1), **index_facts(conn, "wf_idx")}
+    conn.execute("SELECT gateann_prewarm('wf_idx')")
+    res["fresh"] = measure_recall(conn, spec.qtable, a.queries, truth, tab="wf")
+    conn.execute("DROP TABLE wf")
+
+    # the deleted rows again: they take the freed slots
+    deleted = res["deleted_rows"]
+    conn.execute("DROP SEQUENCE IF EXISTS w_again")
+    conn.execute("CREATE SEQUENCE w_again START 0 MINVALUE 0")
+    script = (f"INSERT INTO w SELECT id, label10, embedding FROM {spec.table} "
+              "WHERE id = (SELECT nextval('w_again') * 5);\n")
+    log(f"inserting the {deleted} deleted rows again with 2 clients")
+    res["steps"]["reinsert_c2"] = run_pgbench(a.pgbench, script, 2, deleted // 2)
+    log(f"  {res['steps']['reinsert_c2']['rows_per_second']} rows/s")
+    res["steps"]["after_reinsert"] = index_facts(conn, "w_idx")
+    res["reinserted_rows_final"] = conn.execute("SELECT count(*) FROM w").fetchone()[0]
+    log("exact results and recall after the reinsert, then after REINDEX")
+    truth2 = exact_results(conn, spec.qtable, a.queries)
+    res["churned_reinsert"] = measure_recall(conn, spec.qtable, a.queries, truth2)
+
     t0 = time.monotonic()
     conn.execute("REINDEX INDEX w_idx")
     res["steps"]["reindex"] = {"seconds": round(time.monotonic() - t0, 1), **index_facts(conn, "w_idx")}
     conn.execute("SELECT gateann_prewarm('w_idx')")
-    res["fresh"] = measure_recall(conn, spec.qtable, a.queries, truth)
+    res["fresh_reinsert"] = measure_recall(conn, spec.qtable, a.queries, truth2)
 
     write_json(a.out / "results.json", res)
     st = res["steps"]
@@ -184,16 +211,25 @@ def main():
              f"{res['machine'].get('ram_gib', '?')} GiB RAM",
              f"- server: {res['server'].split(',')[0]}",
              f"- git: {res['git'].get('commit', '?')}", "",
-             "| step | rows/s or seconds | nodes | deleted | index size |",
-             "|---|---|---|---|---|",
-             f"| build on {base} rows | {st['build']['seconds']} s | {st['build']['nodes']} | 0 | {mib(st['build']['index_bytes'])} |",
-             f"| insert {st['insert_c1']['rows']} rows, 1 client | {st['insert_c1']['rows_per_second']} rows/s | | | |",
-             f"| insert {st['insert_c2']['rows']} rows, 2 clients | {st['insert_c2']['rows_per_second']} rows/s | {st['after_inserts']['nodes']} | {st['after_inserts']['deleted_nodes']} | {mib(st['after_inserts']['index_bytes'])} |",
-             f"| delete {res['deleted_rows']} + VACUUM | {st['vacuum']['seconds']} s | {st['vacuum']['nodes']} | {st['vacuum']['deleted_nodes']} | {mib(st['vacuum']['index_bytes'])} |",
-             f"| REINDEX ({res['final_rows']} rows) | {st['reindex']['seconds']} s | {st['reindex']['nodes']} | 0 | {mib(st['reindex']['index_bytes'])} |",
-             "", "| workload | L | recall@10 churned | recall@10 fresh | difference | mean ms churned / fresh |",
+             "| step | rows/s or seconds | nodes | deleted | free slots | index size |",
+             "|---|---|---|---|---|---|",
+             f"| build on {base} rows | {st['build']['seconds']} s | {st['build']['nodes']} | 0 | 0 | {mib(st['build']['index_bytes'])} |",
+             f"| insert {st['insert_c1']['rows']} rows, 1 client | {st['insert_c1']['rows_per_second']} rows/s | | | | |",
+             f"| insert {st['insert_c2']['rows']} rows, 2 clients | {st['insert_c2']['rows_per_second']} rows/s | {st['after_inserts']['nodes']} | {st['after_inserts']['deleted_nodes']} | {st['after_inserts']['free_slots']} | {mib(st['after_inserts']['index_bytes'])} |",
+             f"| delete {res['deleted_rows']} + VACUUM | {st['vacuum']['seconds']} s | {st['vacuum']['nodes']} | {st['vacuum']['deleted_nodes']} | {st['vacuum']['free_slots']} | {mib(st['vacuum']['index_bytes'])} |",
+             f"| fresh build of those {res['final_rows']} rows | {st['fresh']['seconds']} s | {st['fresh']['nodes']} | 0 | 0 | {mib(st['fresh']['index_bytes'])} |",
+             f"| insert the {st['reinsert_c2']['rows']} deleted rows again, 2 clients | {st['reinsert_c2']['rows_per_second']} rows/s | {st['after_reinsert']['nodes']} | {st['after_reinsert']['deleted_nodes']} | {st['after_reinsert']['free_slots']} | {mib(st['after_reinsert']['index_bytes'])} |",
+             f"| REINDEX ({res['reinserted_rows_final']} rows) | {st['reindex']['seconds']} s | {st['reindex']['nodes']} | 0 | 0 | {mib(st['reindex']['index_bytes'])} |",
+             "", "After the inserts, deletes and VACUUM, against a fresh build of the same rows:", "",
+             "| workload | L | recall@10 churned | recall@10 fresh | difference | mean ms churned / fresh |",
              "|---|---|---|---|---|---|"]
     for c, f in zip(res["churned"], res["fresh"]):
+        lines.append(f"| {c['workload']} | {c['L']} | {c['recall']:.4f} | {f['recall']:.4f} | "
+                     f"{c['recall'] - f['recall']:+.4f} | {c['mean_ms']} / {f['mean_ms']} |")
+    lines += ["", "After inserting the deleted rows again (into freed slots), against REINDEX:", "",
+              "| workload | L | recall@10 churned | recall@10 fresh | difference | mean ms churned / fresh |",
+              "|---|---|---|---|---|---|"]
+    for c, f in zip(res["churned_reinsert"], res["fresh_reinsert"]):
         lines.append(f"| {c['workload']} | {c['L']} | {c['recall']:.4f} | {f['recall']:.4f} | "
                      f"{c['recall'] - f['recall']:+.4f} | {c['mean_ms']} / {f['mean_ms']} |")
     (a.out / "summary.md").write_text("\n".join(lines) + "\n")

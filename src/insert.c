@@ -8,8 +8,10 @@
  *      distance and full neighbor list);
  *   3. robust prune of the expanded nodes (alpha of the build) gives its
  *      neighbors, ordered for tunneling like every list;
- *   4. take the next node id under the metapage lock and write the record
- *      (generic WAL: metapage and node page in one record when they fit);
+ *   4. under the metapage lock take a slot VACUUM freed, else the next node
+ *      id, and write the record (generic WAL: metapage and node page in
+ *      one record when they fit); then drop any neighbor VACUUM deleted
+ *      while the search ran;
  *   5. add the reverse edge to each neighbor's list, one page at a time: an
  *      append while the list has room, else a robust prune of the list plus
  *      the new node on exact vectors (those the search read, or the

@@ -355,9 +355,6 @@ collect_deleted(Consolidation *c)
 	uint32		id;
 
 	c->free_map = palloc0((meta->nnodes + 7) / 8);
-	c->stamp = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) meta->nnodes);
-	memset(c->stamp, 0, sizeof(uint32) * (Size) meta->nnodes);
-	c->stamp_now = 0;
 	c->doomed_map = palloc0((meta->nnodes + 7) / 8);
 	c->doomed = palloc(sizeof(uint32) * cap);
 	c->doomed_len = palloc(sizeof(uint16) * cap);
@@ -368,7 +365,7 @@ collect_deleted(Consolidation *c)
 	{
 		GateannNodeHeader *hdr = GateannRecordHeader(c->rec);
 
-		if ((id & 255) == 0)
+		if ((id & 7) == 0)
 			gateann_vacuum_delay_point();
 		gateann_read_record(c->index, meta, id, c->rec, c->strategy);
 		if (hdr->node_id != id)
@@ -487,7 +484,7 @@ repair_lists(Consolidation *c)
 		int			n,
 					nn;
 
-		if ((id & 255) == 0)
+		if ((id & 7) == 0)
 			gateann_vacuum_delay_point();
 		if (MAP_TEST(c->free_map, id) || MAP_TEST(c->doomed_map, id))
 			continue;
@@ -541,7 +538,7 @@ free_slots(Consolidation *c)
 		uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
 		GateannMetaPageData *m;
 
-		if ((i & 255) == 0)
+		if ((i & 7) == 0)
 			gateann_vacuum_delay_point();
 		metabuf = ReadBuffer(c->index, GATEANN_METAPAGE_BLKNO);
 		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
@@ -729,8 +726,8 @@ relink_unreachable(Consolidation *c)
 	for (id = 0; id < meta->nnodes; id++)
 	{
 		int			n,
-					i;
-		uint32		from;
+					i,
+					links;
 		GateannNodeHeader hdr;
 
 		if ((id & 1023) == 0)
@@ -747,17 +744,25 @@ relink_unreachable(Consolidation *c)
 		n = near_reached(c, &r, table, L, near);
 		if (n == 0)
 			continue;
-		from = near[0];
-		for (i = 0; i < n; i++)
+
+		/*
+		 * Two in-edges from the nearest reached nodes with room in their
+		 * lists (one in-edge alone is easily pruned away by a later
+		 * insert); if none has room, in place of the nearest one's last
+		 * neighbor.
+		 */
+		links = 0;
+		for (i = 0; i < n && links < 2; i++)
 		{
 			gateann_read_header(c->index, meta, near[i], &hdr);
 			if (hdr.nneighbors < meta->max_neighbors)
 			{
-				from = near[i];
-				break;
+				add_link(c, near[i], id);
+				links++;
 			}
 		}
-		add_link(c, from, id);
+		if (links == 0)
+			add_link(c, near[0], id);
 		c->relinked++;
 		walk_from(c, &r, id);
 	}
@@ -779,8 +784,17 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	c.index = info->index;
 	c.strategy = info->strategy;
 	gateann_read_meta(c.index, &c.meta);
-	if (c.meta.ndeleted == 0 || c.meta.nnodes == 0 || c.meta.dims == 0)
+	if (c.meta.nnodes == 0 || c.meta.dims == 0)
 		return 0;
+	/* nothing deleted: only the reachability walk, and only over loaded stores */
+	if (c.meta.ndeleted == 0)
+	{
+		bool		shared;
+		Size		bytes;
+
+		if (!gateann_store_loaded(c.index, &c.meta, &shared, &bytes))
+			return 0;
+	}
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gateann consolidation",
 								ALLOCSET_DEFAULT_SIZES);
@@ -789,8 +803,11 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 									   ALLOCSET_DEFAULT_SIZES);
 	c.store = gateann_store_get(c.index, &c.meta);
 	c.rec = palloc(c.meta.record_size);
+	c.stamp = MemoryContextAllocHuge(cxt, sizeof(uint32) * (Size) c.meta.nnodes);
+	memset(c.stamp, 0, sizeof(uint32) * (Size) c.meta.nnodes);
+	c.stamp_now = 0;
 
-	if (replace_entry_point(&c))
+	if (c.meta.ndeleted > 0 && replace_entry_point(&c))
 	{
 		collect_deleted(&c);
 		if (c.ndoomed > 0)
@@ -798,9 +815,15 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 			repair_lists(&c);
 			free_slots(&c);
 			freed = c.ndoomed;
-			relink_unreachable(&c);
 		}
 	}
+
+	/*
+	 * Inserts' reverse-edge prunes can take a node's last in-edge too (as
+	 * in FreshDiskANN): the walk runs on every VACUUM, not only after
+	 * consolidation.
+	 */
+	relink_unreachable(&c);
 	/* temporary relations live in local buffers: make the files current */
 	if (RelationUsesLocalBuffers(c.index))
 		FlushRelationBuffers(c.index);
@@ -823,7 +846,7 @@ gateann_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 	if (info->analyze_only)
 		return stats;
 	freed = consolidate(info, &repaired, &relinked);
-	if (freed > 0)
+	if (freed > 0 || relinked > 0)
 		ereport(info->message_level,
 				(errmsg("gateann index \"%s\": %u slots freed, %lld neighbor lists repaired, %lld nodes relinked",
 						RelationGetRelationName(info->index), freed,

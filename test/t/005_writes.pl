@@ -41,6 +41,9 @@ CREATE SEQUENCE t_id START 100001;
 INSERT INTO t SELECT i, vec(i), i % 10, i % 3 FROM generate_series(1, 2000) i;
 CREATE INDEX t_idx ON t USING gateann (v, lab, tenant) WITH (max_neighbors = 24);
 });
+# the standby loads its stores now: later it must refresh the slots the primary reuses
+$primary->wait_for_catchup($standby);
+$standby->safe_psql('postgres', q{SELECT gateann_prewarm('t_idx')});
 
 # Every committed row (or a sample: ids with id % $mod = 0) is its own nearest neighbour.
 sub check_all_found
@@ -63,17 +66,18 @@ sub check_verify
 }
 
 # --- 1. pgbench: inserts + deletes + filtered queries + VACUUM, 2 clients ------------------------
-# About 1390 inserts: more than the room the in-memory stores of a 2000-row index have (an
-# eighth + 1024 nodes), so one client outgrows the store while the other writes into it.
+# About 1870 inserts and 370 deletes (whose slots VACUUM frees and inserts take again): more
+# nodes than the room the in-memory stores of a 2000-row index have (an eighth + 1024 nodes),
+# so one client outgrows the store while the other writes into it.
 my $n_before = $primary->safe_psql('postgres', 'SELECT count(*) FROM t');
 $primary->pgbench(
-	'--no-vacuum --client=2 --transactions=1300 --random-seed=7',
+	'--no-vacuum --client=2 --transactions=1500 --random-seed=7',
 	0,
-	[qr{processed: 2600/2600}],
+	[qr{processed: 3000/3000}],
 	[qr{^(?:(?!ERROR|FATAL|WARNING).)*$}s],
 	'mixed workload: no errors',
 	{
-		'gateann_insert@8' => q{
+		'gateann_insert@10' => q{
 \set lab random(0, 9)
 INSERT INTO t SELECT nextval('t_id'), vec(:lab), :lab, :lab % 3;
 },
@@ -95,15 +99,24 @@ my $n_after = $primary->safe_psql('postgres', 'SELECT count(*) FROM t');
 cmp_ok($primary->safe_psql('postgres', q{SELECT nodes FROM gateann_index_info('t_idx')}), '>', 3274,
 	'the index outgrew its first in-memory stores (room for 3274 nodes)');
 ok($n_after != $n_before, "the workload changed the table ($n_before -> $n_after rows)");
+my $inserted = $primary->safe_psql('postgres', q{SELECT last_value - 100000 FROM t_id});
+cmp_ok($primary->safe_psql('postgres', q{SELECT nodes FROM gateann_index_info('t_idx')}), '<',
+	2000 + $inserted, "inserts took slots VACUUM freed ($inserted rows inserted)");
 check_verify($primary, 'after the mixed workload');
 check_all_found($primary, 'after the mixed workload');
-is($primary->safe_psql('postgres', q{SELECT nodes - deleted_nodes FROM gateann_index_info('t_idx')}),
+is($primary->safe_psql('postgres', q{SELECT live_nodes FROM gateann_index_info('t_idx')}),
 	$n_after, 'live index nodes match the table after VACUUM');
 is($primary->safe_psql('postgres', q{SELECT reltuples FROM pg_class WHERE relname = 't_idx'}),
 	$n_after, 'pg_class.reltuples of the index is correct after VACUUM');
 
 # --- 2. the standby replays all of it ----------------------------------------------------------
+# Its stores were loaded before the workload: they caught up the appended nodes and refreshed
+# the reused slots from the metapage's ring (verify compares every PQ code with its record).
 $primary->wait_for_catchup($standby);
+check_all_found($standby, 'standby, stores loaded before the workload', 7);
+check_verify($standby, 'standby, stores loaded before the workload');
+# (its rows of older nodes stay as loaded, steering tunneling only: restart to compare paths)
+$standby->restart;
 my $knn = q{SET enable_seqscan = off;
 SELECT string_agg(id::text, ',') FROM (
   SELECT id FROM t WHERE lab = 4 ORDER BY v <-> (SELECT v FROM t WHERE lab = 4 ORDER BY id DESC LIMIT 1)
@@ -163,7 +176,35 @@ is($primary->safe_psql('postgres', q{SET enable_seqscan = off;
 SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> vec(2) LIMIT 100) s WHERE id % 4 = 0 AND id <= 2000}),
 	'0', 'deleted rows are never returned');
 
-# the standby followed through both crashes.  (Its stores miss the primary's changes to older
+# --- 5. crash in the middle of VACUUM's consolidation (cleanup) ---------------------------------
+$primary->safe_psql('postgres', 'DELETE FROM t WHERE id % 3 = 0');
+($out, $err) = ('', '');
+$h = IPC::Run::start(
+	[ 'psql', '-X', '-d', $primary->connstr('postgres'),
+	  '-c', 'SET vacuum_cost_delay = 5', '-c', 'SET vacuum_cost_limit = 1', '-c', 'VACUUM t' ],
+	'>', \$out, '2>', \$err);
+$primary->poll_query_until('postgres',
+	"SELECT count(*) > 0 FROM pg_stat_progress_vacuum WHERE phase = 'cleaning up indexes'")
+  or die "VACUUM did not reach its index cleanup: $err";
+sleep 1;
+$primary->stop('immediate');
+$h->finish;
+$primary->start;
+check_verify($primary, 'after a crash during consolidation');
+check_all_found($primary, 'after a crash during consolidation', 5);
+$primary->safe_psql('postgres', 'VACUUM t');
+check_verify($primary, 'VACUUM after the crash during consolidation');
+is($primary->safe_psql('postgres', q{SELECT deleted_nodes <= 1 FROM gateann_index_info('t_idx')}),
+	't', 'the next VACUUM finished the consolidation');
+$primary->safe_psql('postgres', q{INSERT INTO t SELECT nextval('t_id'), vec(k), k % 10, k % 3
+  FROM generate_series(1, 300) k});
+check_verify($primary, 'inserts into freed slots');
+# (an insert's prune of a full neighbor list can take a node's last in-edge, as in FreshDiskANN;
+# VACUUM's walk from the entry point links such nodes again)
+$primary->safe_psql('postgres', 'VACUUM t');
+check_all_found($primary, 'inserts into freed slots, then VACUUM');
+
+# the standby followed through all the crashes.  (Its stores miss the primary's changes to older
 # nodes' neighbor rows, which only steer tunneling: restart it so both traverse alike.)
 $primary->wait_for_catchup($standby);
 $standby->restart;
