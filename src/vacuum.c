@@ -16,7 +16,7 @@
  *   3. every other node whose list points to a node being freed gets a new
  *      list: its other neighbors plus the freed nodes' neighbors, robust
  *      pruned (alpha of the build) on PQ-decoded vectors around its exact
- *      vector when there are more than R of them;
+ *      vector and ordered for tunneling, like every list;
  *   4. each deleted node's slot is marked free (no neighbors) together with
  *      the metapage's counts, and leaves the store;
  *   5. a walk from the entry point over the neighbor store finds live nodes
@@ -248,7 +248,7 @@ seen_test_and_set(Consolidation *c, uint32 id)
 /*
  * The repaired list of node p (exact vector pvec, current list `list`):
  * its neighbors that stay, plus the neighbors of those that go, robust
- * pruned around p when there are more than R.  Where whole regions were
+ * pruned around p (ordered for tunneling).  Where whole regions were
  * deleted, the freed nodes' neighbors may all be freed too: then the walk
  * goes on through freed nodes (breadth first, at most 2R of them) until R
  * live candidates are found, so that p keeps its way across the gap.
@@ -314,13 +314,16 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 				ids[nids++] = y;
 		}
 	}
-	if (nids <= R)
-	{
-		memcpy(out, ids, sizeof(uint32) * nids);
-		return nids;
-	}
+	if (nids == 0)
+		return 0;
 
-	/* more than R: the closest candidates, robust pruned */
+	/*
+	 * Robust prune of the closest candidates, even when they would fit: the
+	 * prune also orders the list so that its first R_max (the neighbor
+	 * store's row, all that tunneling sees) are a navigable subset.
+	 * Appending the replacements after the neighbors that stay would leave
+	 * them out of the row, and filtered searches could not cross the gap.
+	 */
 	cands = palloc(sizeof(Candidate) * nids);
 	vectors = palloc(sizeof(float) * dims * (Size) nids);
 	for (i = 0; i < nids; i++)
