@@ -164,6 +164,8 @@ typedef struct Consolidation
 	GateannStore *store;
 	BufferAccessStrategy strategy;
 	char	   *rec;
+	char	   *cand_rec;		/* a candidate's record */
+	bool		locked;			/* a record is locked: read no others */
 	uint8	   *free_map;		/* slots already free */
 	uint8	   *doomed_map;		/* deleted nodes whose slots this pass frees */
 	uint32	   *doomed;			/* their ids, ascending */
@@ -330,7 +332,18 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 	{
 		float	   *v = vectors + (Size) i * dims;
 
-		gateann_pq_decode(&c->store->pq, c->store->codes + (Size) ids[i] * meta->pq_subspaces, v);
+		/*
+		 * Exact vectors from the records (through shared buffers) when no
+		 * page lock is held; PQ-decoded ones otherwise (a candidate may
+		 * live on the page we hold).
+		 */
+		if (!c->locked)
+			gateann_read_record(c->index, meta, ids[i], c->cand_rec, c->strategy);
+		if (!c->locked && GateannRecordHeader(c->cand_rec)->node_id == ids[i])
+			memcpy(v, GateannRecordVector(meta, c->cand_rec), sizeof(float) * dims);
+		else
+			gateann_pq_decode(&c->store->pq,
+							  c->store->codes + (Size) ids[i] * meta->pq_subspaces, v);
 		cands[i].id = (uint32) i;
 		cands[i].dist = gateann_l2sq(pvec, v, dims);
 	}
@@ -499,25 +512,38 @@ repair_lists(Consolidation *c)
 		memcpy(pvec, GateannRecordVector(meta, c->rec), sizeof(float) * meta->dims);
 
 		/*
-		 * Under the lock: inserts may have changed the list since it was
-		 * read (the vector never changes while the node lives).
+		 * The new list is computed from the list as read, without locks
+		 * (exact vectors of the candidates are read meanwhile); under the
+		 * lock it is written if the list is still the same, else computed
+		 * again there (inserts changed it) on PQ-decoded vectors.
 		 */
 		oldcxt = MemoryContextSwitchTo(c->node_cxt);
-		gateann_record_lock(c->index, meta, id, &ed);
-		n = gateann_record_get_list(meta, &ed, &hdr, list);
-		if (hdr.node_id != id || (hdr.flags & GATEANN_NODE_FREE) || !needs_repair(c, list, n))
-		{
-			gateann_record_unlock(&ed);
-			MemoryContextSwitchTo(oldcxt);
-			MemoryContextReset(c->node_cxt);
-			continue;
-		}
+		memcpy(list, GateannRecordNeighbors(meta, c->rec), sizeof(uint32) * n);
 		nn = repair_list(c, id, pvec, list, n, newlist);
+		gateann_record_lock(c->index, meta, id, &ed);
+		c->locked = true;
+		{
+			uint32		now[GATEANN_MAX_NEIGHBORS_LIMIT];
+			int			nnow = gateann_record_get_list(meta, &ed, &hdr, now);
+
+			if (hdr.node_id != id || (hdr.flags & GATEANN_NODE_FREE) ||
+				!needs_repair(c, now, nnow))
+			{
+				gateann_record_unlock(&ed);
+				c->locked = false;
+				MemoryContextSwitchTo(oldcxt);
+				MemoryContextReset(c->node_cxt);
+				continue;
+			}
+			if (nnow != n || memcmp(now, list, sizeof(uint32) * n) != 0)
+				nn = repair_list(c, id, pvec, now, nnow, newlist);
+		}
 		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
 		gateann_record_put_list(meta, &ed, hdr.flags, newlist, nn);
 		publish_edit(c, &ed);
 		gateann_store_set_neighbors(c->store, id, newlist, nn);
 		gateann_record_unlock(&ed);
+		c->locked = false;
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextReset(c->node_cxt);
 		c->repaired++;
@@ -806,6 +832,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 									   ALLOCSET_DEFAULT_SIZES);
 	c.store = gateann_store_get(c.index, &c.meta);
 	c.rec = palloc(c.meta.record_size);
+	c.cand_rec = palloc(c.meta.record_size);
 	c.stamp = MemoryContextAllocHuge(cxt, sizeof(uint32) * (Size) c.meta.nnodes);
 	memset(c.stamp, 0, sizeof(uint32) * (Size) c.meta.nnodes);
 	c.stamp_now = 0;
