@@ -98,17 +98,6 @@ typedef struct InsertState
 	float	   *decoded;		/* candidates' vectors */
 } InsertState;
 
-/* WAL-log an edit and publish its pages (store marks).  Pages stay locked. */
-static void
-edit_finish(InsertState *is, GateannRecordEdit *ed)
-{
-	int			i;
-
-	gateann_record_finish_change(ed);
-	for (i = 0; i < ed->npages; i++)
-		gateann_store_page_changed(is->store, &is->meta, is->index, ed->bufs[i]);
-}
-
 /* ---- 2. the search ------------------------------------------------------ */
 
 static void
@@ -482,7 +471,7 @@ drop_deleted_neighbors(InsertState *is, uint32 id, uint32 *nbrs, int nn)
 	}
 	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
 	gateann_record_put_list(meta, &ed, hdr.flags, list, kept);
-	edit_finish(is, &ed);
+	gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
 	gateann_store_set_neighbors(is->store, id, list, kept);
 	gateann_record_unlock(&ed);
 
@@ -640,7 +629,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 
 	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
 	gateann_record_put_list(meta, &ed, hdr.flags, newlist, newdeg);
-	edit_finish(is, &ed);
+	gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
 	gateann_store_set_neighbors(is->store, j, newlist, newdeg);
 	gateann_record_unlock(&ed);
 }

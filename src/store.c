@@ -839,6 +839,17 @@ gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta,
 }
 
 void
+gateann_store_edit_finish(GateannStore *s, const GateannMetaPageData *meta,
+						  Relation index, GateannRecordEdit *ed)
+{
+	int			i;
+
+	gateann_record_finish_change(ed);
+	for (i = 0; i < ed->npages; i++)
+		gateann_store_page_changed(s, meta, index, ed->bufs[i]);
+}
+
+void
 gateann_store_mark_block(GateannStore *s, uint32 blkno_in_nodes, XLogRecPtr lsn)
 {
 	if (blkno_in_nodes >= s->hdr->node_blocks)

@@ -171,6 +171,11 @@ extern void gateann_store_set_free(GateannStore *s, uint32 id);
 extern void gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta,
 									   Relation index, Buffer buf);
 
+/* WAL-log a record edit (page.h) and publish its pages as above; still locked. */
+struct GateannRecordEdit;
+extern void gateann_store_edit_finish(GateannStore *s, const GateannMetaPageData *meta,
+									  Relation index, struct GateannRecordEdit *ed);
+
 /*
  * A writer changed node block blkno_in_nodes; the file holds the change once
  * its page LSN reaches lsn.  Call while the page is still locked.

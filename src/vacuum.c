@@ -379,19 +379,23 @@ collect_deleted(Consolidation *c)
 	c->ndoomed = 0;
 	for (id = 0; id < meta->nnodes; id++)
 	{
-		GateannNodeHeader *hdr = GateannRecordHeader(c->rec);
+		GateannNodeHeader hdr;
 
 		if ((id & 7) == 0)
 			gateann_vacuum_delay_point();
-		gateann_read_record(c->index, meta, id, c->rec, c->strategy);
-		if (hdr->node_id != id)
+		/* the header tells; only deleted nodes' lists are needed */
+		gateann_read_header(c->index, meta, id, &hdr);
+		if (hdr.node_id != id)
 			continue;			/* gateann_verify reports it */
-		if (hdr->flags & GATEANN_NODE_FREE)
+		if (hdr.flags & GATEANN_NODE_FREE)
 		{
 			MAP_SET(c->free_map, id);
 			continue;
 		}
-		if (!(hdr->flags & GATEANN_NODE_DELETED) || id == c->kept_entry)
+		if (!(hdr.flags & GATEANN_NODE_DELETED) || id == c->kept_entry)
+			continue;
+		gateann_read_record(c->index, meta, id, c->rec, c->strategy);
+		if (GateannRecordHeader(c->rec)->node_id != id)
 			continue;
 		if (c->ndoomed == cap)
 		{
@@ -402,7 +406,8 @@ collect_deleted(Consolidation *c)
 		}
 		MAP_SET(c->doomed_map, id);
 		c->doomed[c->ndoomed] = id;
-		c->doomed_len[c->ndoomed] = (uint16) Min((int) hdr->nneighbors, R);
+		c->doomed_len[c->ndoomed] =
+			(uint16) Min((int) GateannRecordHeader(c->rec)->nneighbors, R);
 		memcpy(c->doomed_lists + (Size) c->ndoomed * R, GateannRecordNeighbors(meta, c->rec),
 			   sizeof(uint32) * c->doomed_len[c->ndoomed]);
 		c->ndoomed++;
@@ -471,16 +476,6 @@ replace_entry_point(Consolidation *c)
 	return true;
 }
 
-static void
-publish_edit(Consolidation *c, GateannRecordEdit *ed)
-{
-	int			i;
-
-	gateann_record_finish_change(ed);
-	for (i = 0; i < ed->npages; i++)
-		gateann_store_page_changed(c->store, &c->meta, c->index, ed->bufs[i]);
-}
-
 /* Step 3: repair every list that points to a slot being (or already) freed. */
 static void
 repair_lists(Consolidation *c)
@@ -540,7 +535,7 @@ repair_lists(Consolidation *c)
 		}
 		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
 		gateann_record_put_list(meta, &ed, hdr.flags, newlist, nn);
-		publish_edit(c, &ed);
+		gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
 		gateann_store_set_neighbors(c->store, id, newlist, nn);
 		gateann_record_unlock(&ed);
 		c->locked = false;
@@ -583,7 +578,7 @@ free_slots(Consolidation *c)
 			if (m->nfree == 0 || id < m->free_cursor)
 				m->free_cursor = id;
 			m->nfree++;
-			publish_edit(c, &ed);
+			gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
 			gateann_store_set_free(c->store, id);
 		}
 		gateann_record_unlock(&ed);
@@ -722,7 +717,7 @@ add_link(Consolidation *c, uint32 from, uint32 to)
 			list[n - 1] = to;
 		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
 		gateann_record_put_list(meta, &ed, hdr.flags, list, n);
-		publish_edit(c, &ed);
+		gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
 		gateann_store_set_neighbors(c->store, from, list, n);
 	}
 	gateann_record_unlock(&ed);
