@@ -156,18 +156,27 @@ SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> vec(3) LIMIT 50) s
 	'no row the index returns is missing from the table');
 
 # --- 4. crash in the middle of a VACUUM ----------------------------------------------------------
+# A slowed-down VACUUM t, crashed (immediate stop) once it reaches `phase` (of
+# pg_stat_progress_vacuum) and `linger` seconds more; the primary is restarted.
+sub crash_during_vacuum
+{
+	my ($phase, $linger) = @_;
+	my ($vout, $verr) = ('', '');
+	my $vh = IPC::Run::start(
+		[ 'psql', '-X', '-d', $primary->connstr('postgres'),
+		  '-c', 'SET vacuum_cost_delay = 5', '-c', 'SET vacuum_cost_limit = 1', '-c', 'VACUUM t' ],
+		'>', \$vout, '2>', \$verr);
+	$primary->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_progress_vacuum WHERE phase = '$phase'")
+	  or die "VACUUM did not reach phase '$phase': $verr";
+	sleep $linger if $linger;
+	$primary->stop('immediate');
+	$vh->finish;
+	$primary->start;
+}
+
 $primary->safe_psql('postgres', 'DELETE FROM t WHERE id % 4 = 0');
-($out, $err) = ('', '');
-$h = IPC::Run::start(
-	[ 'psql', '-X', '-d', $primary->connstr('postgres'),
-	  '-c', 'SET vacuum_cost_delay = 5', '-c', 'SET vacuum_cost_limit = 1', '-c', 'VACUUM t' ],
-	'>', \$out, '2>', \$err);
-$primary->poll_query_until('postgres',
-	"SELECT count(*) > 0 FROM pg_stat_progress_vacuum WHERE phase = 'vacuuming indexes'")
-  or die "VACUUM did not reach its index phase: $err";
-$primary->stop('immediate');
-$h->finish;
-$primary->start;
+crash_during_vacuum('vacuuming indexes', 0);
 check_verify($primary, 'after a crash during VACUUM');
 check_all_found($primary, 'after a crash during VACUUM', 5);
 $primary->safe_psql('postgres', 'VACUUM t');
@@ -178,18 +187,7 @@ SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> vec(2) LIMIT 100) s WHERE 
 
 # --- 5. crash in the middle of VACUUM's consolidation (cleanup) ---------------------------------
 $primary->safe_psql('postgres', 'DELETE FROM t WHERE id % 3 = 0');
-($out, $err) = ('', '');
-$h = IPC::Run::start(
-	[ 'psql', '-X', '-d', $primary->connstr('postgres'),
-	  '-c', 'SET vacuum_cost_delay = 5', '-c', 'SET vacuum_cost_limit = 1', '-c', 'VACUUM t' ],
-	'>', \$out, '2>', \$err);
-$primary->poll_query_until('postgres',
-	"SELECT count(*) > 0 FROM pg_stat_progress_vacuum WHERE phase = 'cleaning up indexes'")
-  or die "VACUUM did not reach its index cleanup: $err";
-sleep 1;
-$primary->stop('immediate');
-$h->finish;
-$primary->start;
+crash_during_vacuum('cleaning up indexes', 1);
 check_verify($primary, 'after a crash during consolidation');
 check_all_found($primary, 'after a crash during consolidation', 5);
 $primary->safe_psql('postgres', 'VACUUM t');
