@@ -271,7 +271,7 @@ CREATE FUNCTION gateann_index_info(index regclass,
 	OUT tunnel_neighbors integer, OUT pq_bytes bigint,
 	OUT neighbor_store_bytes bigint, OUT filter_store_bytes bigint,
 	OUT loaded boolean, OUT shared boolean, OUT build_id bigint,
-	OUT free_slots bigint)
+	OUT free_slots bigint, OUT pq_training_rows bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 

@@ -7,8 +7,10 @@ CREATE TABLE e (id int, v real[]);
 CREATE INDEX e_idx ON e USING gateann (v);
 SELECT nodes, dims FROM gateann_index_info('e_idx');
 SELECT id FROM e ORDER BY v <-> '{1,2}' LIMIT 5;
--- an index built on no rows has no quantizer yet: it refuses rows until rebuilt
+-- an index built on no rows is set up by its first row (see gateann_retrain)
 INSERT INTO e VALUES (1, '{1,2}');
+SELECT nodes, dims FROM gateann_index_info('e_idx');
+SELECT id FROM e ORDER BY v <-> '{1,2}' LIMIT 5;
 -- a NULL vector needs no index entry, so it can be inserted
 INSERT INTO e VALUES (2, NULL);
 SELECT count(*) FROM e;

@@ -21,6 +21,7 @@
 #include "parallel.h"
 #include "page.h"
 #include "pq.h"
+#include "retrain.h"
 #include "vector.h"
 
 #include "access/tableam.h"
@@ -34,10 +35,6 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
-
-#define PQ_TRAIN_SAMPLE		32768
-#define PQ_TRAIN_ITERATIONS	12
-#define PQ_SEED				UINT64CONST(0x5051736565640001)
 
 typedef struct BuildState
 {
@@ -73,8 +70,8 @@ check_memory(BuildState *bs, uint32 n_needed)
 	need += gateann_filter_arena_bytes(&bs->arena);
 	/* codebook, training sample and k-means scratch, PQ codes */
 	need += gateann_pq_codebook_bytes(bs->dims);
-	need += (Size) Min(n_needed, (uint32) PQ_TRAIN_SAMPLE) * sizeof(float) * bs->dims;
-	need += gateann_pq_train_scratch_bytes((int) Min(n_needed, (uint32) PQ_TRAIN_SAMPLE),
+	need += (Size) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE) * sizeof(float) * bs->dims;
+	need += gateann_pq_train_scratch_bytes((int) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE),
 										   bs->dims, bs->pq_m);
 	need += (Size) n_needed * bs->pq_m;
 	if (need > bs->memory_limit)
@@ -252,8 +249,8 @@ graph_progress(int pass, uint32 done, uint32 total)
 }
 
 /* A build id that differs between any two builds of any index. */
-static uint64
-new_build_id(Relation index)
+uint64
+gateann_new_build_id(Relation index)
 {
 	uint64		id = (uint64) GetCurrentTimestamp();
 
@@ -265,8 +262,8 @@ new_build_id(Relation index)
 /*
  * Fill in the record layout for dims, R, M and the filter columns.
  */
-static void
-layout_records(GateannMetaPageData *meta)
+void
+gateann_layout_records(GateannMetaPageData *meta)
 {
 	uint32		off = MAXALIGN(sizeof(GateannNodeHeader));
 
@@ -387,6 +384,20 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 	meta->dict_start = blkno;
 	blkno = write_chunked(index, fork, GATEANN_PAGE_DICT, dict, meta->dict_bytes, blkno);
 	meta->dict_pages = blkno - meta->dict_start;
+	if (meta->pq_retrain_at != 0)
+	{
+		/* retrained later, with new dictionaries: reserve their areas (retrain.h) */
+		BlockNumber half = gateann_dict_reserve_pages(meta);
+
+		if (half > 0 && meta->dict_pages <= half)
+		{
+			meta->dict_area_start = meta->dict_start;
+			meta->dict_area_pages = 2 * half;
+			gateann_init_page(page, GATEANN_PAGE_DICT);
+			while (blkno < meta->dict_area_start + meta->dict_area_pages)
+				write_new_page(index, fork, page, blkno++);
+		}
+	}
 
 	/* node records */
 	meta->node_start = blkno;
@@ -478,7 +489,7 @@ init_meta(GateannMetaPageData *meta, Relation index, GateannOptions *opts,
 	memset(meta, 0, sizeof(*meta));
 	meta->magic = GATEANN_MAGIC;
 	meta->format_version = GATEANN_FORMAT_VERSION;
-	meta->build_id = new_build_id(index);
+	meta->build_id = gateann_new_build_id(index);
 	meta->metric = metric;
 	meta->max_neighbors = opts->max_neighbors;
 	meta->build_search_list_size = opts->build_search_list_size;
@@ -541,11 +552,11 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	{
 		int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
 			gateann_pq_default_subspaces(bs.dims);
-		int			nsample = (int) Min((uint32) PQ_TRAIN_SAMPLE, bs.n);
+		int			nsample = (int) Min((uint32) GATEANN_PQ_TRAIN_SAMPLE, bs.n);
 		float	   *sample;
 		void	   *scratch;
 		uint32		i;
-		uint64		rng = PQ_SEED;
+		uint64		rng = GATEANN_PQ_SEED;
 
 		if (m > bs.dims)
 			ereport(ERROR,
@@ -580,8 +591,10 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 		scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs.dims, m),
 								  MCXT_ALLOC_HUGE);
-		gateann_pq_train(&pq, sample, nsample, PQ_SEED, PQ_TRAIN_ITERATIONS,
+		gateann_pq_train(&pq, sample, nsample, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
 						 scratch, train_interrupts);
+		meta.pq_trained_rows = (uint32) nsample;
+		meta.pq_retrain_at = gateann_pq_next_retrain((uint32) nsample);
 		pfree(scratch);
 		pfree(sample);
 
@@ -614,7 +627,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	/* 4. pages */
 	gateann_filter_build_dictionaries(index, &meta, bs.filters, &bs.arena, bs.n, &dict);
-	layout_records(&meta);
+	gateann_layout_records(&meta);
 	report_phase(GATEANN_PHASE_WRITE, bs.n);
 	write_index(index, MAIN_FORKNUM, &meta, &bs, &pq, codes, &graph, dict);
 
@@ -648,7 +661,7 @@ gateann_buildempty(Relation index)
 	filters = gateann_filter_layout_create(index);
 	init_meta(&meta, index, opts, gateann_index_metric(index), filters);
 	gateann_filter_build_dictionaries(index, &meta, filters, NULL, 0, &dict);
-	layout_records(&meta);
+	gateann_layout_records(&meta);
 	meta.codebook_start = meta.dict_start = meta.node_start = 1;
 
 	gateann_init_page(pagebuf.data, GATEANN_PAGE_META);

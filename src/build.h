@@ -8,6 +8,17 @@
 
 #include "common/relpath.h"
 
+/* PQ training, for builds and retraining (retrain.c) alike */
+#define GATEANN_PQ_TRAIN_SAMPLE		32768
+#define GATEANN_PQ_TRAIN_ITERATIONS	12
+#define GATEANN_PQ_SEED				UINT64CONST(0x5051736565640001)
+
+/* A build id that differs between any two builds of any index. */
+extern uint64 gateann_new_build_id(Relation index);
+
+/* Fill in meta's record layout for its dims, R, M and filter columns. */
+extern void gateann_layout_records(GateannMetaPageData *meta);
+
 extern void gateann_write_meta_page(Relation index, ForkNumber fork,
 									const GateannMetaPageData *meta);
 

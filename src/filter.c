@@ -490,6 +490,53 @@ gateann_filter_build_dictionaries(Relation index, GateannMetaPageData *meta,
 	return buf.len;
 }
 
+Size
+gateann_filter_dictionaries_max_bytes(const GateannMetaPageData *meta)
+{
+	Size		total = 0;
+	int			c;
+
+	for (c = 0; c < meta->nfilter; c++)
+	{
+		const GateannFilterColumn *col = &meta->filter[c];
+
+		if (column_kind(col->typid) != GATEANN_FILTER_KIND_SCALAR)
+			continue;
+		/* an entry is at most what the column's record slot holds (value_bytes) */
+		total += (Size) GATEANN_FILTER_BUCKETS *
+			(col->typlen > 0 ? MAXALIGN(col->typlen) : MAXALIGN(sizeof(uint32) + col->width));
+	}
+	return total;
+}
+
+Size
+gateann_filter_dictionaries_from_records(Relation index, GateannMetaPageData *meta,
+										 const uint8 *areas, uint32 n, char **out)
+{
+	GateannFilterLayout *layout = gateann_filter_layout_create(index);
+	GateannFilterArena arena;
+	Datum		values[GATEANN_MAX_FILTER_COLS];
+	bool		isnull[GATEANN_MAX_FILTER_COLS];
+	uint32		i;
+	int			c;
+
+	gateann_filter_arena_init(&arena, layout);
+	for (i = 0; i < n; i++)
+	{
+		const uint8 *area = areas + (Size) i * meta->filter_size;
+
+		for (c = 0; c < meta->nfilter; c++)
+		{
+			bool		overflow;
+
+			/* a value too long for its slot stays out: it is coded "unknown" */
+			isnull[c] = !gateann_filter_read(meta, area, c, &values[c], &overflow) || overflow;
+		}
+		gateann_filter_arena_add(&arena, layout, values, isnull);
+	}
+	return gateann_filter_build_dictionaries(index, meta, layout, &arena, n, out);
+}
+
 /* ---- coding nodes --------------------------------------------------------- */
 
 typedef struct CoderColumn

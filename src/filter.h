@@ -94,6 +94,17 @@ extern Size gateann_filter_build_dictionaries(Relation index, GateannMetaPageDat
 											  const GateannFilterArena *arena,
 											  uint32 nnodes, char **out);
 
+/*
+ * The same from n nodes' record filter areas (meta->filter_size bytes each,
+ * one after the other): an index retraining itself (retrain.c).  Values too
+ * long for their slot are left out.
+ */
+extern Size gateann_filter_dictionaries_from_records(Relation index, GateannMetaPageData *meta,
+													 const uint8 *areas, uint32 n, char **out);
+
+/* Upper bound of the bytes of dictionaries made from record filter areas */
+extern Size gateann_filter_dictionaries_max_bytes(const GateannMetaPageData *meta);
+
 /* Computing nodes' filter-store entries from their records */
 typedef struct GateannFilterCoder GateannFilterCoder;
 

@@ -179,6 +179,30 @@ typedef struct GateannMetaPageData
 	uint32		free_cursor;
 	uint64		reuse_count;
 	uint32		reuse_log[GATEANN_REUSE_LOG];
+
+	/*
+	 * The PQ codebook was trained on pq_trained_rows vectors.  An index
+	 * built on few rows (or on none: the first insert trains it on its own
+	 * vector) is retrained, and every code re-encoded, once it has
+	 * pq_retrain_at live nodes (retrain.c); 0 when the training sample is
+	 * as large as a build's.  (Zero in an index written before these
+	 * fields: never retrained.)
+	 */
+	uint32		pq_trained_rows;
+	uint32		pq_retrain_at;
+
+	/*
+	 * An index that is retrained also gets new filter dictionaries then, so
+	 * it reserves two areas of dict_area_pages / 2 pages each, room for the
+	 * largest dictionaries its columns can have: dict_start is in one, the
+	 * next dictionaries are written to the other before the metapage points
+	 * to them.  dict_generation counts the switches (a loader that saw it
+	 * move by more than one while it read may have read a half-written
+	 * dictionary).  0 pages: no reserve.
+	 */
+	BlockNumber dict_area_start;
+	BlockNumber dict_area_pages;
+	uint32		dict_generation;
 } GateannMetaPageData;
 
 typedef GateannMetaPageData *GateannMetaPage;

@@ -101,8 +101,8 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	GateannMetaPageData meta;
 	GateannOptions *opts;
 	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum		values[17];
+	bool		nulls[17] = {0};
 	int			r_max;
 	bool		loaded,
 				shared = false;
@@ -134,6 +134,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[13] = BoolGetDatum(loaded && shared);
 	values[14] = Int64GetDatum((int64) (meta.build_id & INT64CONST(0x7FFFFFFFFFFFFFFF)));
 	values[15] = Int64GetDatum(meta.nfree);
+	values[16] = Int64GetDatum(meta.pq_trained_rows);
 
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

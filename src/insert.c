@@ -47,6 +47,7 @@
 #include "graph.h"
 #include "page.h"
 #include "pq.h"
+#include "retrain.h"
 #include "store.h"
 #include "vector.h"
 
@@ -706,6 +707,7 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 				i;
 	uint32		id;
 	uint32		generation;
+	LOCKMODE	lockmode;
 
 	/* A NULL vector is never indexed, so it needs no index change at all. */
 	if (isnull[0])
@@ -716,23 +718,9 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 	oldcxt = MemoryContextSwitchTo(cxt);
 	memset(&is, 0, sizeof(is));
 	is.index = index;
-	gateann_read_meta(index, meta);
-	if (meta->nnodes == 0 || meta->dims == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("gateann index \"%s\" was built on no rows and cannot accept rows",
-						RelationGetRelationName(index)),
-				 errdetail("A gateann index learns its quantizer from the rows it is built on."),
-				 errhint("Create the index (or REINDEX it) after loading the table.")));
 
 	gateann_vector_reader_init(&reader, index);
 	is.vector = gateann_vector_from_datum(&reader, values[0], &dims);
-	if (dims != meta->dims)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("vector has %d dimensions, index \"%s\" has %d",
-						dims, RelationGetRelationName(index), meta->dims),
-				 errhint("All vectors in one gateann index must have the same number of dimensions; use a partial or expression index to separate them.")));
 	bad = gateann_first_nonfinite(is.vector, dims);
 	if (bad >= 0)
 		ereport(ERROR,
@@ -741,13 +729,25 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 						(double) is.vector[bad], bad + 1),
 				 errhint("NaN and infinity cannot be indexed.")));
 	/* cosine: unit vectors; a zero vector has no direction and is not indexed */
-	if (meta->metric == GATEANN_METRIC_COSINE && !gateann_normalize(is.vector, dims))
+	if (gateann_index_metric(index) == GATEANN_METRIC_COSINE &&
+		!gateann_normalize(is.vector, dims))
 	{
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextDelete(cxt);
 		return false;
 	}
 
+	/*
+	 * Keep a retrain from re-encoding codes while we encode ours; the first
+	 * row of an index built on no rows sets it up (retrain.h).
+	 */
+	lockmode = gateann_insert_lock(index, meta, is.vector, dims);
+	if (dims != meta->dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("vector has %d dimensions, index \"%s\" has %d",
+						dims, RelationGetRelationName(index), meta->dims),
+				 errhint("All vectors in one gateann index must have the same number of dimensions; use a partial or expression index to separate them.")));
 	for (;;)
 	{
 		is.store = gateann_store_get(index, meta);
@@ -802,7 +802,8 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 		ncand = 0;
 		for (i = 0; i < nexp; i++)
 			ncand += exp[i].deleted ? 0 : 1;
-		is.become_entry = (ncand == 0 && nexp > 0);
+		is.become_entry = (ncand == 0 &&
+						   (nexp > 0 || meta->entry_point == InvalidNodeId));
 		ncand = 0;
 		for (i = 0; i < nexp; i++)
 		{
@@ -853,6 +854,15 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 	/* temporary relations live in local buffers: make the files current */
 	if (RelationUsesLocalBuffers(index))
 		FlushRelationBuffers(index);
+	gateann_insert_unlock(index, lockmode);
+
+	/* this row may be the one that makes the codebook due for retraining */
+	if (lockmode != NoLock)
+	{
+		gateann_read_meta(index, meta);
+		if (meta->pq_retrain_at != 0 && GATEANN_LIVE_NODES(meta) >= meta->pq_retrain_at)
+			gateann_retrain_if_due(index);
+	}
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

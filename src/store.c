@@ -384,7 +384,8 @@ load_store(void *dest, Size bytes, void *arg)
 	pg_atomic_init_u32(&((GateannStoreHeader *) base)->caught_up, meta->nnodes);
 	pg_atomic_init_u64(&((GateannStoreHeader *) base)->reuse_seen, meta->reuse_count);
 	pg_atomic_init_u32(&((GateannStoreHeader *) base)->refreshing, 0);
-	if (meta->nnodes == 0)
+	/* (an index set up by its first insert has a codebook before any node) */
+	if (meta->dims == 0 || meta->codebook_pages == 0)
 		return;
 
 	read_chunked(a->index, meta->codebook_start, GATEANN_PAGE_CODEBOOK, "codebook",
@@ -392,6 +393,24 @@ load_store(void *dest, Size bytes, void *arg)
 	if (meta->nfilter > 0)
 		read_chunked(a->index, meta->dict_start, GATEANN_PAGE_DICT, "dictionary",
 					 base + a->layout.dict_off, meta->dict_bytes);
+	if (meta->dict_area_pages > 0)
+	{
+		GateannMetaPageData now;
+
+		/*
+		 * A retrain writes new dictionaries to the area we did not read, but
+		 * the one after it writes to ours: if one published its
+		 * dictionaries since our metapage was read, the next may have been
+		 * writing over what we read.
+		 */
+		gateann_read_meta(a->index, &now);
+		if (now.dict_generation != meta->dict_generation)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("gateann index \"%s\" was retrained while its in-memory stores were being loaded",
+							RelationGetRelationName(a->index)),
+					 errhint("Run the statement again.")));
+	}
 	load_filter_setup(a, base);
 	load_nodes(a, base, 0, meta->nnodes);
 }

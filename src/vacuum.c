@@ -34,6 +34,7 @@
 #include "distance.h"
 #include "graph.h"
 #include "page.h"
+#include "retrain.h"
 #include "pq.h"
 #include "store.h"
 
@@ -876,6 +877,9 @@ gateann_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 				(errmsg("gateann index \"%s\": %u slots freed, %lld neighbor lists repaired, %lld nodes relinked",
 						RelationGetRelationName(info->index), freed,
 						(long long) repaired, (long long) relinked)));
+
+	/* an index that grew well past the rows its codebook saw: retrain.h */
+	gateann_retrain_if_due(info->index);
 
 	gateann_read_meta(info->index, &meta);
 	if (stats == NULL)

@@ -1,0 +1,516 @@
+/*
+ * retrain.c — setting up an index built on no rows at its first insert, and
+ * retraining the PQ codebook of an index that outgrew the rows it was
+ * trained on.  See retrain.h for when and why; this file is the how.
+ *
+ * Both only write pages of the index (generic WAL, or full page images for
+ * new pages), never the in-memory stores: they publish a new build id last,
+ * and every store is keyed by it, so the next user loads stores made from
+ * the new pages while running scans finish on the stores they hold.
+ *
+ * A crash (or an error) half way leaves codes of both codebooks on the
+ * pages and the metapage still asking for a retrain: searches stay correct
+ * (codes only steer them; results are ranked on exact vectors) and the next
+ * insert or VACUUM retrains again.
+ */
+#include "postgres.h"
+
+#include "build.h"
+#include "filter.h"
+#include "page.h"
+#include "pq.h"
+#include "retrain.h"
+
+#include "access/generic_xlog.h"
+#include "access/xloginsert.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+/* Retraining starts at this many live nodes and multiplies by 4 each time */
+#define RETRAIN_FIRST	64
+#define RETRAIN_FACTOR	4
+
+uint32
+gateann_pq_next_retrain(uint32 trained)
+{
+	uint64		next;
+
+	if (trained >= GATEANN_PQ_TRAIN_SAMPLE)
+		return 0;
+	next = Max((uint64) trained * RETRAIN_FACTOR, (uint64) RETRAIN_FIRST);
+	return (uint32) Min(next, (uint64) GATEANN_PQ_TRAIN_SAMPLE);
+}
+
+static void
+train_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * Write `total` bytes of data as pages of `kind` from block blkno on, each
+ * page WAL-logged whole; extend the relation when `extend`, else overwrite
+ * existing pages.  Returns the next block number.
+ */
+static BlockNumber
+write_pages(Relation index, uint16 kind, const char *data, Size total,
+			BlockNumber blkno, bool extend)
+{
+	Size		done = 0;
+
+	while (done < total)
+	{
+		Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
+		Buffer		buf;
+		Page		page;
+
+		if (extend)
+		{
+			buf = gateann_new_buffer(index, MAIN_FORKNUM);
+			if (BufferGetBlockNumber(buf) != blkno)
+				elog(ERROR, "gateann: extended to block %u, expected %u",
+					 BufferGetBlockNumber(buf), blkno);
+		}
+		else
+		{
+			buf = ReadBuffer(index, blkno);
+			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+		}
+		page = BufferGetPage(buf);
+
+		START_CRIT_SECTION();
+		gateann_init_page(page, kind);
+		memcpy(PageGetContents(page), data + done, chunk);
+		gateann_page_set_used(page, chunk);
+		MarkBufferDirty(buf);
+		if (RelationNeedsWAL(index))
+			log_newpage_buffer(buf, true);
+		END_CRIT_SECTION();
+
+		UnlockReleaseBuffer(buf);
+		blkno++;
+		done += chunk;
+	}
+	return blkno;
+}
+
+/* A codebook trained on n sample vectors (palloc'd). */
+static float *
+train_codebook(const float *sample, int n, int dims, int m)
+{
+	GateannPQ	pq;
+	void	   *scratch;
+
+	pq.dims = dims;
+	pq.m = m;
+	pq.centroids = palloc_extended(gateann_pq_codebook_bytes(dims),
+								   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	scratch = palloc_extended(gateann_pq_train_scratch_bytes(n, dims, m), MCXT_ALLOC_HUGE);
+	gateann_pq_train(&pq, sample, n, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
+					 scratch, train_interrupts);
+	pfree(scratch);
+	return pq.centroids;
+}
+
+BlockNumber
+gateann_dict_reserve_pages(const GateannMetaPageData *meta)
+{
+	Size		bytes = gateann_filter_dictionaries_max_bytes(meta);
+
+	return (BlockNumber) ((bytes + GATEANN_PAGE_CAPACITY - 1) / GATEANN_PAGE_CAPACITY);
+}
+
+/*
+ * First insert into an index built on no rows (the caller holds the
+ * exclusive lock and has read *meta under it): records laid out for
+ * `dims`, a codebook trained on the one vector there is, the filter
+ * dictionaries of no rows, appended after whatever pages the index has;
+ * then the metapage, with a new build id.
+ */
+static void
+bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int dims)
+{
+	GateannOptions *opts = gateann_get_options(index);
+	GateannFilterLayout *filters = gateann_filter_layout_create(index);
+	int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
+		gateann_pq_default_subspaces(dims);
+	float	   *centroids;
+	char	   *dict;
+	BlockNumber blkno,
+				half;
+	Buffer		metabuf;
+	GenericXLogState *state;
+	Page		page;
+
+	if (m > dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
+						m, dims)));
+
+	meta->dims = dims;
+	meta->pq_subspaces = m;
+	gateann_filter_build_dictionaries(index, meta, filters, NULL, 0, &dict);
+	gateann_layout_records(meta);
+	centroids = train_codebook(vector, 1, dims, m);
+
+	blkno = RelationGetNumberOfBlocks(index);
+	meta->codebook_start = blkno;
+	blkno = write_pages(index, GATEANN_PAGE_CODEBOOK, (const char *) centroids,
+						gateann_pq_codebook_bytes(dims), blkno, true);
+	meta->codebook_pages = blkno - meta->codebook_start;
+	meta->dict_start = blkno;
+	half = gateann_dict_reserve_pages(meta);
+	if (half > 0)
+	{
+		/* both dictionary areas (retrain.h): this one first, then empty pages */
+		char	   *area = palloc0((Size) 2 * half * GATEANN_PAGE_CAPACITY);
+
+		Assert(meta->dict_bytes <= (Size) half * GATEANN_PAGE_CAPACITY);
+		memcpy(area, dict, meta->dict_bytes);
+		meta->dict_area_start = blkno;
+		meta->dict_area_pages = 2 * half;
+		blkno = write_pages(index, GATEANN_PAGE_DICT, area,
+							(Size) 2 * half * GATEANN_PAGE_CAPACITY, blkno, true);
+		meta->dict_pages = (meta->dict_bytes + GATEANN_PAGE_CAPACITY - 1) / GATEANN_PAGE_CAPACITY;
+	}
+	else
+	{
+		blkno = write_pages(index, GATEANN_PAGE_DICT, dict, meta->dict_bytes, blkno, true);
+		meta->dict_pages = blkno - meta->dict_start;
+	}
+	meta->node_start = blkno;
+	meta->node_pages = 0;
+	meta->nnodes = meta->ndeleted = meta->nfree = meta->free_cursor = 0;
+	meta->entry_point = InvalidNodeId;
+	meta->build_id = gateann_new_build_id(index);
+	meta->pq_trained_rows = 1;
+	meta->pq_retrain_at = gateann_pq_next_retrain(1);
+
+	/* the metapage last: until it is written, the index is still empty */
+	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	page = GenericXLogRegisterBuffer(state, metabuf, GENERIC_XLOG_FULL_IMAGE);
+	memcpy(PageGetContents(page), meta, sizeof(GateannMetaPageData));
+	gateann_page_set_used(page, sizeof(GateannMetaPageData));
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+
+	ereport(DEBUG1,
+			(errmsg_internal("gateann index \"%s\": set up for %d dimensions by its first row",
+							 RelationGetRelationName(index), dims)));
+}
+
+LOCKMODE
+gateann_insert_lock(Relation index, GateannMetaPageData *meta,
+					const float *vector, int dims)
+{
+	gateann_read_meta(index, meta);
+	if (meta->dims == 0)
+	{
+		LockPage(index, GATEANN_METAPAGE_BLKNO, ExclusiveLock);
+		gateann_read_meta(index, meta);
+		if (meta->dims == 0)
+			bootstrap(index, meta, vector, dims);
+		return ExclusiveLock;
+	}
+	if (meta->pq_retrain_at == 0)
+		return NoLock;			/* final codebook: it never changes again */
+	LockPage(index, GATEANN_METAPAGE_BLKNO, ShareLock);
+	gateann_read_meta(index, meta);
+	return ShareLock;
+}
+
+void
+gateann_insert_unlock(Relation index, LOCKMODE mode)
+{
+	if (mode != NoLock)
+		UnlockPage(index, GATEANN_METAPAGE_BLKNO, mode);
+}
+
+static bool
+retrain_due(const GateannMetaPageData *meta)
+{
+	return meta->dims > 0 && meta->nnodes > 0 && meta->pq_retrain_at != 0 &&
+		GATEANN_LIVE_NODES(meta) >= (int64) meta->pq_retrain_at;
+}
+
+/*
+ * Up to `cap` vectors of live nodes, chosen uniformly (reservoir sampling,
+ * seeded: the same index gives the same sample), read through shared
+ * buffers.  Returns how many.
+ */
+static int
+collect_sample(Relation index, const GateannMetaPageData *meta, float *sample,
+			   uint8 *areas, int cap)
+{
+	char	   *rec = palloc(meta->record_size);
+	uint64		rng = GATEANN_PQ_SEED;
+	uint64		seen = 0;
+	uint32		id;
+
+	for (id = 0; id < meta->nnodes; id++)
+	{
+		GateannNodeHeader *hdr;
+		uint64		slot;
+
+		if ((id & 255) == 0)
+			CHECK_FOR_INTERRUPTS();
+		gateann_read_record(index, meta, id, rec, NULL);
+		hdr = GateannRecordHeader(rec);
+		if (hdr->node_id != id || (hdr->flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE)))
+			continue;
+		slot = seen < (uint64) cap ? seen : gateann_random_next(&rng) % (seen + 1);
+		seen++;
+		if (slot < (uint64) cap)
+		{
+			memcpy(sample + slot * meta->dims, GateannRecordVector(meta, rec),
+				   sizeof(float) * meta->dims);
+			if (areas != NULL)
+				memcpy(areas + slot * meta->filter_size, GateannRecordFilter(meta, rec),
+					   meta->filter_size);
+		}
+	}
+	pfree(rec);
+	return (int) Min(seen, (uint64) cap);
+}
+
+/*
+ * Write len bytes at record offset `from` of node id's record (at most two
+ * pages: a code is shorter than a page), under one generic WAL record.
+ */
+static void
+write_record_bytes(Relation index, const GateannMetaPageData *meta, uint32 id,
+				   uint32 from, const char *data, uint32 len)
+{
+	GateannRecordLoc loc = gateann_record_location(meta, id);
+	uint32		first = (loc.offset + from) / GATEANN_PAGE_CAPACITY;
+	uint32		last = (loc.offset + from + len - 1) / GATEANN_PAGE_CAPACITY;
+	Buffer		bufs[2];
+	GenericXLogState *state;
+	uint32		k,
+				done = 0;
+
+	Assert(last - first < 2);
+	for (k = first; k <= last; k++)
+	{
+		bufs[k - first] = ReadBuffer(index, loc.block + k);
+		LockBuffer(bufs[k - first], BUFFER_LOCK_EXCLUSIVE);
+	}
+	state = GenericXLogStart(index);
+	for (k = first; k <= last; k++)
+	{
+		Page		page = GenericXLogRegisterBuffer(state, bufs[k - first], 0);
+		uint32		at = (k == first) ? (loc.offset + from) % GATEANN_PAGE_CAPACITY : 0;
+		uint32		chunk = Min(len - done, (uint32) GATEANN_PAGE_CAPACITY - at);
+
+		memcpy(PageGetContents(page) + at, data + done, chunk);
+		done += chunk;
+	}
+	GenericXLogFinish(state);
+	for (k = first; k <= last; k++)
+		UnlockReleaseBuffer(bufs[k - first]);
+}
+
+/*
+ * Re-encode every node that is not a free slot (deleted nodes still route
+ * searches, by their codes) with pq.  Returns how many.
+ */
+static uint32
+reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq)
+{
+	uint8	   *code = palloc(meta->pq_subspaces);
+	uint32		done = 0;
+
+	if (meta->records_per_page > 0)
+	{
+		BlockNumber blkno;
+
+		/* a page at a time, all its records under one WAL record */
+		for (blkno = meta->node_start; blkno < meta->node_start + meta->node_pages; blkno++)
+		{
+			Buffer		buf = ReadBuffer(index, blkno);
+			GenericXLogState *state;
+			Page		page;
+			uint32		first = (blkno - meta->node_start) * meta->records_per_page;
+			uint32		s;
+
+			CHECK_FOR_INTERRUPTS();
+			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+			if (!gateann_page_is_valid(BufferGetPage(buf), GATEANN_PAGE_NODES))
+			{
+				UnlockReleaseBuffer(buf);
+				continue;
+			}
+			state = GenericXLogStart(index);
+			page = GenericXLogRegisterBuffer(state, buf, 0);
+			for (s = 0; s < meta->records_per_page && first + s < meta->nnodes; s++)
+			{
+				char	   *rec = PageGetContents(page) + (Size) s * meta->record_size;
+				GateannNodeHeader *hdr = GateannRecordHeader(rec);
+
+				if (hdr->node_id != first + s || (hdr->flags & GATEANN_NODE_FREE))
+					continue;
+				gateann_pq_encode(pq, GateannRecordVector(meta, rec),
+								  GateannRecordPQCode(meta, rec));
+				done++;
+			}
+			GenericXLogFinish(state);
+			UnlockReleaseBuffer(buf);
+		}
+	}
+	else
+	{
+		char	   *rec = palloc(meta->record_size);
+		uint32		id;
+
+		for (id = 0; id < meta->nnodes; id++)
+		{
+			GateannNodeHeader *hdr;
+
+			CHECK_FOR_INTERRUPTS();
+			gateann_read_record(index, meta, id, rec, NULL);
+			hdr = GateannRecordHeader(rec);
+			if (hdr->node_id != id || (hdr->flags & GATEANN_NODE_FREE))
+				continue;
+			gateann_pq_encode(pq, GateannRecordVector(meta, rec), code);
+			write_record_bytes(index, meta, id, meta->pqcode_offset, (const char *) code,
+							   meta->pq_subspaces);
+			done++;
+		}
+		pfree(rec);
+	}
+	pfree(code);
+	return done;
+}
+
+bool
+gateann_retrain_if_due(Relation index)
+{
+	GateannMetaPageData meta;
+	MemoryContext cxt,
+				oldcxt;
+	GateannMetaPageData newmeta;
+	GateannPQ	pq;
+	float	   *sample;
+	uint8	   *areas = NULL;
+	bool		new_dict = false;
+	Size		limit = (Size) maintenance_work_mem * 1024;
+	int64		live;
+	int			cap,
+				want,
+				nsample;
+	uint32		next,
+				reencoded;
+	Buffer		metabuf;
+	GenericXLogState *state;
+	GateannMetaPageData *disk;
+
+	gateann_read_meta(index, &meta);
+	if (!retrain_due(&meta))
+		return false;
+	LockPage(index, GATEANN_METAPAGE_BLKNO, ExclusiveLock);
+	gateann_read_meta(index, &meta);
+	if (!retrain_due(&meta))
+	{
+		UnlockPage(index, GATEANN_METAPAGE_BLKNO, ExclusiveLock);
+		return false;			/* someone else did it meanwhile */
+	}
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "gateann retrain",
+								ALLOCSET_DEFAULT_SIZES);
+	oldcxt = MemoryContextSwitchTo(cxt);
+
+	/* the sample a build would take, as far as maintenance_work_mem allows */
+	live = GATEANN_LIVE_NODES(&meta);
+	want = (int) Min(live, (int64) GATEANN_PQ_TRAIN_SAMPLE);
+	cap = want;
+	while (cap > GATEANN_PQ_CENTROIDS &&
+		   (Size) cap * (meta.dims * sizeof(float) +
+						 (meta.dict_area_pages > 0 ? meta.filter_size : 0)) +
+		   gateann_pq_train_scratch_bytes(cap, meta.dims, meta.pq_subspaces) > limit)
+		cap /= 2;
+	sample = palloc_extended((Size) cap * meta.dims * sizeof(float), MCXT_ALLOC_HUGE);
+	if (meta.dict_area_pages > 0)
+		areas = palloc_extended((Size) cap * meta.filter_size, MCXT_ALLOC_HUGE);
+	nsample = collect_sample(index, &meta, sample, areas, cap);
+
+	pq.dims = meta.dims;
+	pq.m = meta.pq_subspaces;
+	pq.centroids = train_codebook(sample, nsample, meta.dims, meta.pq_subspaces);
+	pfree(sample);
+
+	if (write_pages(index, GATEANN_PAGE_CODEBOOK, (const char *) pq.centroids,
+					gateann_pq_codebook_bytes(meta.dims), meta.codebook_start, false) !=
+		meta.codebook_start + meta.codebook_pages)
+		elog(ERROR, "gateann: codebook of index \"%s\" changed size",
+			 RelationGetRelationName(index));
+	reencoded = reencode(index, &meta, &pq);
+
+	/*
+	 * New filter dictionaries from the same sample, into the area the
+	 * metapage does not point to (loaders may be reading the other).
+	 */
+	if (areas != NULL)
+	{
+		BlockNumber half = meta.dict_area_pages / 2;
+		BlockNumber target = (meta.dict_start == meta.dict_area_start) ?
+			meta.dict_area_start + half : meta.dict_area_start;
+		char	   *dict;
+
+		newmeta = meta;
+		gateann_filter_dictionaries_from_records(index, &newmeta, areas, (uint32) nsample, &dict);
+		if (newmeta.dict_bytes <= (Size) half * GATEANN_PAGE_CAPACITY)
+		{
+			newmeta.dict_start = target;
+			newmeta.dict_pages = write_pages(index, GATEANN_PAGE_DICT, dict, newmeta.dict_bytes,
+											 target, false) - target;
+			new_dict = true;
+		}
+	}
+
+	/*
+	 * Next time at 4x as many rows; never again once the sample is as large
+	 * as a build's, or as large as memory allows.
+	 */
+	next = (cap < want) ? 0 : gateann_pq_next_retrain((uint32) nsample);
+	if (next != 0 && (int64) next <= live)
+		next = gateann_pq_next_retrain((uint32) Min(live, (int64) GATEANN_PQ_TRAIN_SAMPLE));
+
+	/* only these fields: VACUUM may be changing the others meanwhile */
+	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(index);
+	disk = (GateannMetaPageData *) PageGetContents(GenericXLogRegisterBuffer(state, metabuf, 0));
+	disk->build_id = gateann_new_build_id(index);
+	disk->pq_trained_rows = (uint32) nsample;
+	disk->pq_retrain_at = next;
+	if (new_dict)
+	{
+		memcpy(disk->filter, newmeta.filter, sizeof(disk->filter));
+		disk->dict_start = newmeta.dict_start;
+		disk->dict_pages = newmeta.dict_pages;
+		disk->dict_bytes = newmeta.dict_bytes;
+		disk->dict_generation++;
+	}
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
+
+	/* temporary relations: scans read the files (see insert.c) */
+	if (RelationUsesLocalBuffers(index))
+		FlushRelationBuffers(index);
+
+	MemoryContextSwitchTo(oldcxt);
+	MemoryContextDelete(cxt);
+	UnlockPage(index, GATEANN_METAPAGE_BLKNO, ExclusiveLock);
+
+	ereport(DEBUG1,
+			(errmsg_internal("gateann index \"%s\": quantizer retrained on %d of %lld live vectors, %u nodes re-encoded, next retrain at %u",
+							 RelationGetRelationName(index), nsample, (long long) live,
+							 reencoded, next)));
+	return true;
+}
