@@ -109,7 +109,17 @@ SELECT count(*) FILTER (WHERE (SELECT o.id FROM f o ORDER BY o.v <-> i.v LIMIT 1
   FROM f i WHERE i.id % 5 = 0;
 DROP TABLE f;
 
--- 6. cosine, unlogged and temporary tables, records spanning pages
+-- 6. a first row the reloptions cannot take is refused; the index stays empty
+CREATE TABLE b (id int, v real[]);
+CREATE INDEX b_idx ON b USING gateann (v) WITH (pq_subspaces = 8);
+INSERT INTO b VALUES (1, '{1,2,3}');
+INSERT INTO b VALUES (2, '{1,2,3,NaN}');
+SELECT nodes, dims FROM gateann_index_info('b_idx');
+INSERT INTO b SELECT i, gvec(i) FROM generate_series(3, 10) i;
+SELECT nodes, dims, pq_subspaces FROM gateann_index_info('b_idx');
+DROP TABLE b;
+
+-- 7. cosine, unlogged and temporary tables, records spanning pages
 CREATE TABLE c (id int, v real[]);
 CREATE INDEX c_idx ON c USING gateann (v float4_cosine_ops);
 INSERT INTO c VALUES (0, array_fill(0::real, ARRAY[32]));  -- no direction: not indexed

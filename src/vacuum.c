@@ -34,6 +34,7 @@
 #include "distance.h"
 #include "graph.h"
 #include "page.h"
+#include "repair.h"
 #include "retrain.h"
 #include "pq.h"
 #include "store.h"
@@ -45,9 +46,6 @@
 #include "utils/float.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
-
-/* Candidates a repaired list is pruned from, closest first */
-#define CONSOLIDATE_CANDIDATES(R)	(2 * (R))
 
 static void
 add_deleted_to_meta(Relation index, uint32 ndeleted)
@@ -191,17 +189,6 @@ typedef struct Candidate
 } Candidate;
 
 static int
-cmp_candidate(const void *a, const void *b)
-{
-	const Candidate *ca = (const Candidate *) a;
-	const Candidate *cb = (const Candidate *) b;
-
-	if (ca->dist != cb->dist)
-		return ca->dist < cb->dist ? -1 : 1;
-	return (ca->id > cb->id) - (ca->id < cb->id);
-}
-
-static int
 cmp_uint32(const void *a, const void *b)
 {
 	uint32		x = *(const uint32 *) a;
@@ -270,9 +257,11 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 	int			qhead = 0,
 				qtail = 0;
 	int			direct;
+	int			nstay;
 	int			i,
 				j;
-	Candidate  *cands;
+	float	   *dist;
+	int		   *picked;
 	float	   *vectors;
 	float	   *chosen;
 	uint32	   *cand_ids;
@@ -296,6 +285,7 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 			ids[nids++] = list[i];
 	}
 	direct = qtail;
+	nstay = nids;
 	while (qhead < qtail && (qhead < direct || (nids < R && qhead < 2 * R)))
 	{
 		int			pos = doomed_position(c, queue[qhead++]);
@@ -321,13 +311,13 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 		return 0;
 
 	/*
-	 * Robust prune of the closest candidates, even when they would fit: the
+	 * Robust prune of the candidates (repair.h), even when they would fit: the
 	 * prune also orders the list so that its first R_max (the neighbor
 	 * store's row, all that tunneling sees) are a navigable subset.
 	 * Appending the replacements after the neighbors that stay would leave
 	 * them out of the row, and filtered searches could not cross the gap.
 	 */
-	cands = palloc(sizeof(Candidate) * nids);
+	dist = palloc(sizeof(float) * nids);
 	vectors = palloc(sizeof(float) * dims * (Size) nids);
 	for (i = 0; i < nids; i++)
 	{
@@ -345,18 +335,19 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 		else
 			gateann_pq_decode(&c->store->pq,
 							  c->store->codes + (Size) ids[i] * meta->pq_subspaces, v);
-		cands[i].id = (uint32) i;
-		cands[i].dist = gateann_l2sq(pvec, v, dims);
+		dist[i] = gateann_l2sq(pvec, v, dims);
 	}
-	qsort(cands, nids, sizeof(Candidate), cmp_candidate);
-	ncand = Min(nids, CONSOLIDATE_CANDIDATES(R));
+	/* all that stay and the closest replacements (repair.h) */
+	picked = palloc(sizeof(int) * nids);
+	ncand = gateann_repair_choose(dist, nstay, nids, R,
+								  palloc(sizeof(GateannRepairCandidate) * nids), picked);
 	cand_ids = palloc(sizeof(uint32) * ncand);
 	chosen = palloc(sizeof(float) * dims * (Size) ncand);
 	for (i = 0; i < ncand; i++)
 	{
-		memcpy(chosen + (Size) i * dims, vectors + (Size) cands[i].id * dims,
+		memcpy(chosen + (Size) i * dims, vectors + (Size) picked[i] * dims,
 			   sizeof(float) * dims);
-		cand_ids[i] = ids[cands[i].id];
+		cand_ids[i] = ids[picked[i]];
 	}
 	return gateann_graph_prune_vectors(pvec, chosen, cand_ids, ncand, dims,
 									   meta->alpha, R, c->store->tunnel_neighbors, out);

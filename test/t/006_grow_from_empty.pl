@@ -23,6 +23,9 @@ $primary->init(allows_streaming => 1);
 $primary->append_conf('postgresql.conf', qq{
 shared_preload_libraries = 'gateann'
 wal_consistency_checking = 'generic'
+# the standby (slow: it compares page images) may lag behind a crash of the primary, whose
+# end-of-recovery checkpoint must not remove the WAL it still needs
+wal_keep_size = '1GB'
 autovacuum = off
 });
 $primary->start;

@@ -24,6 +24,7 @@ main(void)
 	run_pq_tests();
 	unsetenv("GATEANN_FORCE_SCALAR");
 	gateann_distance_init();
+	run_repair_tests();
 	printf("%d passed, %d failed\n", tests_passed, tests_failed);
 	return tests_failed == 0 ? 0 : 1;
 }
