@@ -2,6 +2,7 @@
 # gateann benchmark suite entry point (make bench-quick / make bench).
 #   bench/run.sh quick|full|smoke|io|filter|pgvector [extra driver.py arguments]
 #   bench/run.sh writes [extra writes.py arguments, e.g. --n 100000]
+#   bench/run.sh mix [extra mix.py arguments, e.g. --minutes 10]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -72,10 +73,11 @@ else
     trap '"$BENCH_DIR/cluster.sh" stop "$BENCH_CLUSTER_DIR"' EXIT
 fi
 
-# 4. driver (the writes benchmark has its own: bench/writes.py)
+# 4. driver (the writes benchmark and the mixed-workload soak have their own:
+#    bench/writes.py, bench/mix.py)
 say "running preset $preset -> $OUT"
-if [ "$preset" = writes ]; then
-    "$VENV/bin/python" "$BENCH_DIR/writes.py" --out "$OUT" \
+if [ "$preset" = writes ] || [ "$preset" = mix ]; then
+    "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" \
         --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
 else
     "$VENV/bin/python" "$BENCH_DIR/driver.py" --preset "$preset" --out "$OUT" \

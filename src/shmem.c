@@ -58,6 +58,7 @@ typedef struct RegistryEntry
 	dsm_handle	handle;
 	Size		bytes;
 	uint64		last_used;		/* registry clock at last lookup */
+	uint64		load_started;	/* registry clock when its load began */
 } RegistryEntry;
 
 typedef struct Registry
@@ -83,6 +84,8 @@ int			gateann_max_shared_memory_mb = 1024;
 static Registry *registry = NULL;
 static LocalMapping *mappings = NULL;
 static uint32 seen_generation = 0;
+
+static bool pid_alive(int pid);
 static bool warned_dsm = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
@@ -174,6 +177,77 @@ gateann_shmem_forget(Oid dboid, Oid indexoid)
 			entry_remove(e);
 	}
 	LWLockRelease(registry->lock);
+}
+
+uint64
+gateann_shmem_clock(void)
+{
+	uint64		clock;
+
+	if (registry == NULL)
+		return 0;
+	LWLockAcquire(registry->lock, LW_SHARED);
+	clock = registry->clock;
+	LWLockRelease(registry->lock);
+	return clock;
+}
+
+bool
+gateann_shmem_loaded_since(Oid dboid, Oid indexoid, uint64 since)
+{
+	bool		found = false;
+	int			i;
+
+	if (registry == NULL)
+		return false;
+	LWLockAcquire(registry->lock, LW_SHARED);
+	for (i = 0; i < REGISTRY_ENTRIES && !found; i++)
+	{
+		RegistryEntry *e = &registry->entries[i];
+
+		found = e->state != ENTRY_FREE && e->key.dboid == dboid &&
+			e->key.indexoid == indexoid && e->load_started > since;
+	}
+	LWLockRelease(registry->lock);
+	return found;
+}
+
+void
+gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since)
+{
+	if (registry == NULL)
+		return;
+	for (;;)
+	{
+		bool		loading = false;
+		int			i;
+
+		LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+		for (i = 0; i < REGISTRY_ENTRIES; i++)
+		{
+			RegistryEntry *e = &registry->entries[i];
+
+			if (e->state == ENTRY_FREE || e->key.dboid != dboid ||
+				e->key.indexoid != indexoid || e->load_started <= since)
+				continue;
+			if (e->state == ENTRY_READY)
+				entry_remove(e);
+			else if (pid_alive(e->loader_pid))
+				loading = true;
+			else
+				memset(e, 0, sizeof(*e));	/* its loader died */
+		}
+		if (!loading)
+		{
+			LWLockRelease(registry->lock);
+			ConditionVariableBroadcast(&registry->cv);
+			return;
+		}
+		ConditionVariablePrepareToSleep(&registry->cv);
+		LWLockRelease(registry->lock);
+		ConditionVariableTimedSleep(&registry->cv, 1000, PG_WAIT_EXTENSION);
+		ConditionVariableCancelSleep();
+	}
 }
 
 /*
@@ -420,6 +494,7 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 			entry->loader_pid = MyProcPid;
 			entry->bytes = bytes;
 			entry->last_used = ++registry->clock;
+			entry->load_started = entry->last_used;
 		}
 
 		if (wait)

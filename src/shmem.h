@@ -73,6 +73,19 @@ extern void *gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size b
  */
 extern uint32 gateann_shmem_generation(void);
 
+/*
+ * The registry's clock, and: forget the shared stores of an index whose
+ * load began after `since` (a value of the clock), waiting for those being
+ * loaded to finish first.  For a writer (VACUUM) that mirrors its page
+ * changes into the store it got: a store loaded meanwhile may have read
+ * pages from before some of them, and the next user then loads one from
+ * the pages as they are.
+ */
+extern uint64 gateann_shmem_clock(void);
+extern void gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since);
+/* Has a store of the index begun loading after `since`? */
+extern bool gateann_shmem_loaded_since(Oid dboid, Oid indexoid, uint64 since);
+
 /* Is a shared store for key loaded (for gateann_index_info)?  Its size. */
 extern bool gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes);
 

@@ -37,6 +37,7 @@
 #include "repair.h"
 #include "retrain.h"
 #include "pq.h"
+#include "shmem.h"
 #include "store.h"
 
 #include "access/generic_xlog.h"
@@ -65,6 +66,19 @@ add_deleted_to_meta(Relation index, uint32 ndeleted)
 	UnlockReleaseBuffer(buf);
 }
 
+/*
+ * VACUUM writes pages and mirrors the changes into the store it got (if
+ * any).  A store of the index loaded meanwhile (the one it got outgrown or
+ * evicted, or none loaded at first) may have read pages from before some of
+ * the changes: it is dropped, and the next user loads one from the pages as
+ * they are now.
+ */
+static void
+forget_if_reloaded(Relation index, uint64 since)
+{
+	gateann_shmem_forget_loaded_since(MyDatabaseId, RelationGetRelid(index), since);
+}
+
 IndexBulkDeleteResult *
 gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				   IndexBulkDeleteCallback callback, void *callback_state)
@@ -80,12 +94,14 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	GateannStore *store = NULL;
 	bool		shared;
 	Size		bytes;
+	uint64		since;
 
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 
 	gateann_read_meta(index, &meta);
 	/* scans skip deleted nodes' reads: tell a loaded store (never load one) */
+	since = gateann_shmem_clock();
 	if (gateann_store_loaded(index, &meta, &shared, &bytes))
 		store = gateann_store_get(index, &meta);
 	end = meta.node_start + meta.node_pages;
@@ -147,6 +163,7 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		 */
 		FlushRelationBuffers(index);
 	}
+	forget_if_reloaded(index, since);
 
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->num_index_tuples = live;
@@ -174,6 +191,7 @@ typedef struct Consolidation
 	uint32		kept_entry;		/* a deleted entry point not freed, or invalid */
 	int64		repaired;
 	int64		relinked;
+	uint32		map_nodes;		/* nodes the maps and stamps cover */
 	uint32	   *stamp;			/* per node: last repair that saw it */
 	uint32		stamp_now;
 	MemoryContext node_cxt;		/* reset for every repaired list */
@@ -197,11 +215,31 @@ cmp_uint32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/*
+ * Is id no node a list may keep: one this pass frees, or a slot that was
+ * free when the pass began and still is?  Nodes inserted since (ids past
+ * the node count read at the start, or free slots taken again) are live,
+ * whether or not the store we hold has them (it may be one a newer load
+ * replaced).  Under a record lock no other record is read: a free slot
+ * then counts as gone unless the store shows it taken.
+ */
 static bool
 gone(const Consolidation *c, uint32 id)
 {
-	return id >= c->meta.nnodes || MAP_TEST(c->free_map, id) || MAP_TEST(c->doomed_map, id) ||
-		!gateann_store_has(c->store, id);
+	GateannNodeHeader hdr;
+
+	if (id >= c->map_nodes)
+		return false;
+	if (MAP_TEST(c->doomed_map, id))
+		return true;
+	if (!MAP_TEST(c->free_map, id))
+		return false;
+	if (gateann_store_has(c->store, id))
+		return false;
+	if (c->locked)
+		return true;
+	gateann_read_header(c->index, &c->meta, id, &hdr);
+	return hdr.node_id != id || (hdr.flags & GATEANN_NODE_FREE) != 0;
 }
 
 /* Does a list point to a slot that is (being) freed? */
@@ -277,6 +315,12 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 	/* the neighbors that stay come first, in their order */
 	for (i = 0; i < n; i++)
 	{
+		/* a node inserted since the pass began (no stamp for it): it stays */
+		if (list[i] >= meta->nnodes && list[i] != InvalidNodeId)
+		{
+			ids[nids++] = list[i];
+			continue;
+		}
 		if (list[i] >= meta->nnodes || seen_test_and_set(c, list[i]))
 			continue;
 		if (MAP_TEST(c->doomed_map, list[i]))
@@ -332,9 +376,16 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 			gateann_read_record(c->index, meta, ids[i], c->cand_rec, c->strategy);
 		if (!c->locked && GateannRecordHeader(c->cand_rec)->node_id == ids[i])
 			memcpy(v, GateannRecordVector(meta, c->cand_rec), sizeof(float) * dims);
-		else
+		else if (gateann_store_has(c->store, ids[i]))
 			gateann_pq_decode(&c->store->pq,
 							  c->store->codes + (Size) ids[i] * meta->pq_subspaces, v);
+		else
+		{
+			/* no vector to hand (a node newer than our store): last choice */
+			memcpy(v, pvec, sizeof(float) * dims);
+			dist[i] = get_float4_infinity();
+			continue;
+		}
 		dist[i] = gateann_l2sq(pvec, v, dims);
 	}
 	/* all that stay and the closest replacements (repair.h) */
@@ -485,7 +536,8 @@ repair_lists(Consolidation *c)
 		GateannRecordEdit ed;
 		MemoryContext oldcxt;
 		int			n,
-					nn;
+					nn,
+					attempt;
 
 		if ((id & 7) == 0)
 			gateann_vacuum_delay_point();
@@ -506,24 +558,50 @@ repair_lists(Consolidation *c)
 		 */
 		oldcxt = MemoryContextSwitchTo(c->node_cxt);
 		memcpy(list, GateannRecordNeighbors(meta, c->rec), sizeof(uint32) * n);
-		nn = repair_list(c, id, pvec, list, n, newlist);
-		gateann_record_lock(c->index, meta, id, &ed);
-		c->locked = true;
+		for (attempt = 0;; attempt++)
 		{
 			uint32		now[GATEANN_MAX_NEIGHBORS_LIMIT];
-			int			nnow = gateann_record_get_list(meta, &ed, &hdr, now);
+			int			nnow;
 
+			nn = repair_list(c, id, pvec, list, n, newlist);
+			gateann_record_lock(c->index, meta, id, &ed);
+			c->locked = true;
+			nnow = gateann_record_get_list(meta, &ed, &hdr, now);
 			if (hdr.node_id != id || (hdr.flags & GATEANN_NODE_FREE) ||
 				!needs_repair(c, now, nnow))
 			{
-				gateann_record_unlock(&ed);
-				c->locked = false;
-				MemoryContextSwitchTo(oldcxt);
-				MemoryContextReset(c->node_cxt);
-				continue;
+				nn = -1;		/* nothing to do any more */
+				break;
 			}
-			if (nnow != n || memcmp(now, list, sizeof(uint32) * n) != 0)
-				nn = repair_list(c, id, pvec, now, nnow, newlist);
+			if (nnow == n && memcmp(now, list, sizeof(uint32) * n) == 0)
+				break;			/* unchanged: write what we computed */
+			if (attempt == 2)
+			{
+				/*
+				 * Inserts keep changing it: just drop what is gone, under
+				 * the lock (no other record can be read here).
+				 */
+				int			k;
+
+				nn = 0;
+				for (k = 0; k < nnow; k++)
+					if (!gone(c, now[k]))
+						newlist[nn++] = now[k];
+				break;
+			}
+			/* inserts changed it meanwhile: compute again, unlocked */
+			gateann_record_unlock(&ed);
+			c->locked = false;
+			memcpy(list, now, sizeof(uint32) * nnow);
+			n = nnow;
+		}
+		if (nn < 0)
+		{
+			gateann_record_unlock(&ed);
+			c->locked = false;
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(c->node_cxt);
+			continue;
 		}
 		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
 		gateann_record_put_list(meta, &ed, hdr.flags, newlist, nn);
@@ -725,7 +803,7 @@ add_link(Consolidation *c, uint32 from, uint32 to)
  * goes on from there.
  */
 static void
-relink_unreachable(Consolidation *c)
+relink_unreachable(Consolidation *c, uint64 since)
 {
 	const GateannMetaPageData *meta = &c->meta;
 	int			L = Max(32, c->store->tunnel_neighbors);
@@ -747,7 +825,12 @@ relink_unreachable(Consolidation *c)
 		GateannNodeHeader hdr;
 
 		if ((id & 1023) == 0)
+		{
 			gateann_vacuum_delay_point();
+			/* our store was replaced: its rows no longer tell who is reached */
+			if (gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(c->index), since))
+				break;
+		}
 		if (MAP_TEST(r.reached, id) || !gateann_store_has(c->store, id) ||
 			gateann_store_is_deleted(c->store, id))
 			continue;
@@ -795,6 +878,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	uint32		freed = 0;
+	uint64		since;
 
 	memset(&c, 0, sizeof(c));
 	c.index = info->index;
@@ -817,9 +901,12 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	oldcxt = MemoryContextSwitchTo(cxt);
 	c.node_cxt = AllocSetContextCreate(cxt, "gateann repaired list",
 									   ALLOCSET_DEFAULT_SIZES);
+	/* (before: a store loaded right after ours must count as "since") */
+	since = gateann_shmem_clock();
 	c.store = gateann_store_get(c.index, &c.meta);
 	c.rec = palloc(c.meta.record_size);
 	c.cand_rec = palloc(c.meta.record_size);
+	c.map_nodes = c.meta.nnodes;
 	c.stamp = MemoryContextAllocHuge(cxt, sizeof(uint32) * (Size) c.meta.nnodes);
 	memset(c.stamp, 0, sizeof(uint32) * (Size) c.meta.nnodes);
 	c.stamp_now = 0;
@@ -840,10 +927,23 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	 * in FreshDiskANN): the walk runs on every VACUUM, not only after
 	 * consolidation.
 	 */
-	relink_unreachable(&c);
+	/*
+	 * The walk decides on the store's neighbor rows: if another store of
+	 * the index was loaded meanwhile, inserts went there, and ours misses
+	 * their edges.  Drop the stores loaded since and walk on a fresh one.
+	 */
+	if (gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(c.index), since))
+	{
+		forget_if_reloaded(c.index, since);
+		since = gateann_shmem_clock();
+		gateann_read_meta(c.index, &c.meta);
+		c.store = gateann_store_get(c.index, &c.meta);
+	}
+	relink_unreachable(&c, since);
 	/* temporary relations live in local buffers: make the files current */
 	if (RelationUsesLocalBuffers(c.index))
 		FlushRelationBuffers(c.index);
+	forget_if_reloaded(c.index, since);
 	*repaired = c.repaired;
 	*relinked = c.relinked;
 

@@ -205,6 +205,36 @@ check_verify($primary, 'inserts into freed slots');
 $primary->safe_psql('postgres', 'VACUUM t');
 check_all_found($primary, 'inserts into freed slots, then VACUUM');
 
+# --- 6. a store loaded while VACUUM writes --------------------------------------------------------
+# Inserts outgrow the in-memory store while a slowed-down VACUUM consolidates: the store they load
+# reads pages VACUUM has not finished with, and VACUUM's changes went to the old store.  VACUUM
+# must drop such a store (the next user loads one from the pages): else freed slots stay
+# "present" in it and its neighbor rows point to them (gateann_verify reports both).
+$primary->safe_psql('postgres', 'DELETE FROM t WHERE id % 7 = 0');
+my $room = $primary->safe_psql('postgres',
+	q{SELECT nodes / 8 + 1100 + free_slots FROM gateann_index_info('t_idx')});
+{
+	my ($vout, $verr) = ('', '');
+	my $vh = IPC::Run::start(
+		[ 'psql', '-X', '-d', $primary->connstr('postgres'),
+		  '-c', 'SET vacuum_cost_delay = 2', '-c', 'SET vacuum_cost_limit = 1', '-c', 'VACUUM t' ],
+		'>', \$vout, '2>', \$verr);
+	$primary->poll_query_until('postgres',
+		"SELECT count(*) > 0 FROM pg_stat_progress_vacuum WHERE phase = 'cleaning up indexes'")
+	  or die "VACUUM did not reach its cleanup: $verr";
+	$primary->safe_psql('postgres', qq{INSERT INTO t SELECT nextval('t_id'), vec(k), k % 10, k % 3
+	  FROM generate_series(1, $room) k});
+	is($primary->safe_psql('postgres',
+		q{SELECT count(*) FROM pg_stat_progress_vacuum WHERE phase = 'cleaning up indexes'}),
+		'1', 'the inserts ended while VACUUM was still consolidating');
+	$vh->finish;
+	is($verr, '', 'the slowed-down VACUUM ran without errors');
+}
+check_verify($primary, 'a store loaded during consolidation');
+$primary->safe_psql('postgres', 'VACUUM t');
+check_verify($primary, 'a store loaded during consolidation, then VACUUM');
+check_all_found($primary, 'a store loaded during consolidation', 3);
+
 # the standby followed through all the crashes.  (Its stores miss the primary's changes to older
 # nodes' neighbor rows, which only steer tunneling: restart it so both traverse alike.)
 $primary->wait_for_catchup($standby);
