@@ -553,8 +553,10 @@ repair_lists(Consolidation *c)
 		/*
 		 * The new list is computed from the list as read, without locks
 		 * (exact vectors of the candidates are read meanwhile); under the
-		 * lock it is written if the list is still the same, else computed
-		 * again there (inserts changed it) on PQ-decoded vectors.
+		 * lock it is written if the list is still the same.  If inserts
+		 * changed it, it is computed again from the new list, unlocked;
+		 * after three tries, only what is gone is dropped from it, under
+		 * the lock.
 		 */
 		oldcxt = MemoryContextSwitchTo(c->node_cxt);
 		memcpy(list, GateannRecordNeighbors(meta, c->rec), sizeof(uint32) * n);
