@@ -90,3 +90,28 @@ def write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, indent=2, default=str))
     tmp.replace(path)
+
+
+def index_facts(conn, name: str) -> dict:
+    """Node counts and file size of gateann index `name`."""
+    row = conn.execute(
+        "SELECT nodes, live_nodes, deleted_nodes, free_slots, pg_relation_size(%s::regclass) "
+        "FROM gateann_index_info(%s::regclass)", (name, name)).fetchone()
+    return {"nodes": row[0], "live_nodes": row[1], "deleted_nodes": row[2],
+            "free_slots": row[3], "index_bytes": row[4]}
+
+
+def base_table(conn, source: str, table: str, base: int, maintenance_work_mem: str) -> float:
+    """table := the rows of source with id < base (id, label10, embedding), with a
+    primary key, analyzed; then CREATE INDEX <table>_idx USING gateann (embedding,
+    label10).  Returns the seconds the index build took."""
+    log(f"table {table}: first {base} rows of {source}")
+    conn.execute(f"DROP TABLE IF EXISTS {table}")
+    conn.execute(f"CREATE TABLE {table} AS SELECT id, label10, embedding FROM {source} "
+                 "WHERE id < %s", (base,))
+    conn.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (id)")
+    conn.execute(f"VACUUM ANALYZE {table}")
+    conn.execute(f"SET maintenance_work_mem = '{maintenance_work_mem}'")
+    t0 = time.monotonic()
+    conn.execute(f"CREATE INDEX {table}_idx ON {table} USING gateann (embedding, label10)")
+    return round(time.monotonic() - t0, 1)

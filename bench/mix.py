@@ -33,16 +33,8 @@ import threading
 import time
 from pathlib import Path
 
-from common import connect, git_facts, log, machine_facts, write_json
+from common import base_table, connect, git_facts, index_facts, log, machine_facts, write_json
 from gen import DatasetSpec, load
-
-
-def index_facts(conn) -> dict:
-    row = conn.execute(
-        "SELECT nodes, live_nodes, deleted_nodes, free_slots, pg_relation_size('m_idx') "
-        "FROM gateann_index_info('m_idx')").fetchone()
-    return {"nodes": row[0], "live_nodes": row[1], "deleted_nodes": row[2],
-            "free_slots": row[3], "index_bytes": row[4]}
 
 
 def vacuum_loop(stop: threading.Event, every: float, done: list, errors: list) -> None:
@@ -81,17 +73,8 @@ def main():
            "dataset": spec.key(), "base_rows": base, "minutes": a.minutes,
            "clients": a.clients, "vacuum_every_s": a.vacuum_every}
 
-    log(f"table m: first {base} rows of {spec.table}")
-    conn.execute("DROP TABLE IF EXISTS m")
-    conn.execute(f"CREATE TABLE m AS SELECT id, label10, embedding FROM {spec.table} WHERE id < %s",
-                 (base,))
-    conn.execute("ALTER TABLE m ADD PRIMARY KEY (id)")
-    conn.execute("VACUUM ANALYZE m")
-    conn.execute("SET maintenance_work_mem = '1GB'")
-    t0 = time.monotonic()
-    conn.execute("CREATE INDEX m_idx ON m USING gateann (embedding, label10)")
-    res["build_seconds"] = round(time.monotonic() - t0, 1)
-    res["before"] = index_facts(conn)
+    res["build_seconds"] = base_table(conn, spec.table, "m", base, "1GB")
+    res["before"] = index_facts(conn, "m_idx")
     conn.execute("DROP SEQUENCE IF EXISTS m_id")
     conn.execute("CREATE SEQUENCE m_id START 10000001")
     first_new = 10000001
@@ -150,11 +133,11 @@ SELECT id FROM m WHERE label10 = :lab
     log(f"  pgbench exit {out.returncode}, per script {per_script}, {len(vacuums)} VACUUMs")
 
     log("final VACUUM, gateann_verify, lost rows")
-    res["during"] = index_facts(conn)
+    res["during"] = index_facts(conn, "m_idx")
     t0 = time.monotonic()
     conn.execute("VACUUM m")
     res["final_vacuum_seconds"] = round(time.monotonic() - t0, 1)
-    res["after"] = index_facts(conn)
+    res["after"] = index_facts(conn, "m_idx")
     res["table_rows"] = conn.execute("SELECT count(*) FROM m").fetchone()[0]
     res["verify_problems"] = [r[0] for r in conn.execute("SELECT * FROM gateann_verify('m_idx')")]
     res["inserted"] = conn.execute("SELECT count(*) FROM m WHERE id >= %s", (first_new,)).fetchone()[0]

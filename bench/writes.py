@@ -28,18 +28,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import connect, git_facts, log, machine_facts, write_json
+from common import base_table, connect, git_facts, index_facts, log, machine_facts, write_json
 from gen import DatasetSpec, load
 
 L_VALUES = [50, 100, 200]
-
-
-def index_facts(conn, name: str) -> dict:
-    row = conn.execute(
-        "SELECT nodes, live_nodes, deleted_nodes, free_slots, pg_relation_size(%s::regclass) "
-        "FROM gateann_index_info(%s::regclass)", (name, name)).fetchone()
-    return {"nodes": row[0], "live_nodes": row[1], "deleted_nodes": row[2],
-            "free_slots": row[3], "index_bytes": row[4]}
 
 
 def run_pgbench(pgbench: str, script: str, clients: int, transactions: int) -> dict:
@@ -131,16 +123,8 @@ def main():
            "dataset": spec.key(), "base_rows": base, "inserted_rows": grow,
            "deleted_rows": base // 5, "steps": {}}
 
-    log(f"table w: first {base} rows of {spec.table}")
-    conn.execute("DROP TABLE IF EXISTS w")
-    conn.execute(f"CREATE TABLE w AS SELECT id, label10, embedding FROM {spec.table} WHERE id < %s",
-                 (base,))
-    conn.execute("ALTER TABLE w ADD PRIMARY KEY (id)")
-    conn.execute("VACUUM ANALYZE w")
-    conn.execute("SET maintenance_work_mem = '4GB'")
-    t0 = time.monotonic()
-    conn.execute("CREATE INDEX w_idx ON w USING gateann (embedding, label10)")
-    res["steps"]["build"] = {"seconds": round(time.monotonic() - t0, 1), **index_facts(conn, "w_idx")}
+    seconds = base_table(conn, spec.table, "w", base, "4GB")
+    res["steps"]["build"] = {"seconds": seconds, **index_facts(conn, "w_idx")}
     conn.execute("SELECT gateann_prewarm('w_idx')")
 
     # inserts: ids base .. base+grow-1 taken from a sequence, 1/4 with 1 client, 3/4 with 2

@@ -858,11 +858,7 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 
 	/* this row may be the one that makes the codebook due for retraining */
 	if (lockmode != NoLock)
-	{
-		gateann_read_meta(index, meta);
-		if (meta->pq_retrain_at != 0 && GATEANN_LIVE_NODES(meta) >= meta->pq_retrain_at)
-			gateann_retrain_if_due(index);
-	}
+		gateann_retrain_if_due(index);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);
