@@ -18,6 +18,9 @@ Filter columns (one random stream each, so adding one never changes another):
                       gets the label of its nearest k-means centre (assignment
                       balanced so each label keeps ~10% of rows), otherwise a
                       uniform random label (XX = alpha*100; alpha=0 is random)
+                      Queries get the label of their own nearest centre (the
+                      same balanced assignment), in the query table's near10
+                      column: GateANN 5.4.6's alpha=1 workload asks for it
   price               float8 uniform in [0, 1000)  (range predicates)
   ts                  timestamptz uniform in [2020-01-01, 2025-01-01)
   tags                int4[] multi-label: 1 + Zipf-like number of tags per row
@@ -339,7 +342,19 @@ def copy_chunks(ds: Dataset, rows_per_chunk: int = 50_000):
 def table_is_loaded(conn, spec: DatasetSpec) -> bool:
     row = conn.execute("SELECT obj_description(to_regclass(%s), 'pg_class')",
                        (spec.table,)).fetchone()
-    return bool(row and row[0] and json.loads(row[0]).get("digest") == spec.digest())
+    if not (row and row[0] and json.loads(row[0]).get("digest") == spec.digest()):
+        return False
+    # query tables loaded before they had near10 are loaded again
+    return conn.execute("SELECT 1 FROM pg_attribute WHERE attrelid = to_regclass(%s) "
+                        "AND attname = 'near10'", (spec.qtable,)).fetchone() is not None
+
+
+def query_near_labels(ds: "Dataset") -> np.ndarray:
+    """Each query's nearest k-means centre (the balanced assignment the rows'
+    corr_aXX labels come from): the label GateANN 5.4.6's queries ask for."""
+    cent = np.load(ds.dir / "kmeans10_centres.npy")
+    bias = np.load(ds.dir / "kmeans10_bias.npy")
+    return _nearest(np.asarray(ds.queries, np.float32), cent, bias).astype(np.int32)
 
 
 def load(spec: DatasetSpec, conn=None, force: bool = False) -> dict:
@@ -367,10 +382,12 @@ def load(spec: DatasetSpec, conn=None, force: bool = False) -> dict:
                     cp.write(chunk)
             t_copy = time.monotonic() - t0
             conn.execute(f"ALTER TABLE {spec.table} ADD PRIMARY KEY (id)")
-            conn.execute(f"CREATE TABLE {spec.qtable} (qid int PRIMARY KEY, embedding real[])")
+            conn.execute(f"CREATE TABLE {spec.qtable} "
+                         "(qid int PRIMARY KEY, embedding real[], near10 int4)")
+            near = query_near_labels(ds)
             with conn.cursor() as cur, cur.copy(f"COPY {spec.qtable} FROM STDIN") as cp:
                 for i, q in enumerate(ds.queries):
-                    cp.write_row((i + 1, q.tolist()))
+                    cp.write_row((i + 1, q.tolist(), int(near[i])))
             meta = {"digest": spec.digest(), "spec": spec.key(), "loaded_at": time.time()}
             conn.execute(f"COMMENT ON TABLE {spec.table} IS {_lit(json.dumps(meta))}")
         conn.autocommit = True

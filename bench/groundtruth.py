@@ -31,7 +31,7 @@ Q_BATCH = 256
 
 
 def compute(ds: Dataset, wl: Workload, nq: int, k: int = 10) -> dict:
-    params = wl.params(nq)
+    params = wl.params(nq, ds)
     Q = np.ascontiguousarray(ds.queries[:nq], np.float32)
     qq = (Q.astype(np.float64) ** 2).sum(1).astype(np.float32)
     kk = k + EXTRA
@@ -79,7 +79,7 @@ def ground_truth(ds: Dataset, wl: Workload, nq: int, k: int = 10) -> dict:
     path = ds.dir / "gt" / f"{wl.key()}_nq{nq}_k{k}.npz"
     if path.exists():
         z = dict(np.load(path))
-        if np.array_equal(z["params"], wl.params(nq)):
+        if np.array_equal(z["params"], wl.params(nq, ds)):
             return z
     t0 = time.monotonic()
     gt = compute(ds, wl, nq, k)

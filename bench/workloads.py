@@ -9,15 +9,21 @@ from dataclasses import dataclass
 import numpy as np
 
 PRICE_MAX = 1000          # gen.py: price uniform in [0, PRICE_MAX)
+TS_LO = 1577836800        # gen.py: ts uniform in [TS_LO, TS_HI) (unix seconds)
+TS_HI = 1735689600
+DAY = 86400
 
 
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str = "none"     # none | eq | range | tags_contains | tags_overlap
+    kind: str = "none"     # none | eq | eq_near | range | ts_range | tags_contains | tags_overlap
+                           # eq_near: column = the query's own nearest-centre label
+                           #   (query table column near10, gen.query_near_labels)
     column: str = ""       # filter column
     nvals: int = 0         # eq: value uniform in 0..nvals-1 (queries spread evenly over classes)
     width: int = 0         # range: lo uniform in 0..PRICE_MAX-width, column in [lo, lo+width)
+                           # ts_range: seconds; lo uniform in TS_LO..TS_HI-width
     ntags: int = 0         # tags: tag ids uniform in 0..ntags-1 (0 = most frequent tag)
     seed: int = 7
 
@@ -30,19 +36,26 @@ class Workload:
             return 1.0
         if self.kind == "range":
             return self.width / PRICE_MAX
-        if self.kind == "eq" and not self.column.startswith("zipf"):
+        if self.kind == "ts_range":
+            return self.width / (TS_HI - TS_LO)
+        if self.kind in ("eq", "eq_near") and not self.column.startswith("zipf"):
             return 1.0 / self.nvals
         return None
 
     # ---- per-query filter values (deterministic) --------------------------
-    def params(self, nq: int) -> np.ndarray:
+    def params(self, nq: int, ds=None) -> np.ndarray:
         rng = np.random.default_rng([self.seed, nq, len(self.name)])
+        if self.kind == "eq_near":
+            from gen import query_near_labels
+            return query_near_labels(ds)[:nq, None].astype(np.int64)
         if self.kind == "none":
             return np.zeros((nq, 0), np.int64)
         if self.kind == "eq":
             return rng.integers(0, self.nvals, (nq, 1))
         if self.kind == "range":
             return rng.integers(0, PRICE_MAX - self.width + 1, (nq, 1))
+        if self.kind == "ts_range":
+            return rng.integers(TS_LO, TS_HI - self.width + 1, (nq, 1))
         if self.kind == "tags_contains":
             return rng.integers(0, self.ntags, (nq, 1))
         if self.kind == "tags_overlap":
@@ -55,7 +68,9 @@ class Workload:
         return {
             "none": "",
             "eq": f"WHERE {c} = %(v0)s",
+            "eq_near": f"WHERE {c} = %(v0)s",
             "range": f"WHERE {c} >= %(v0)s AND {c} < %(v0)s + {self.width}",
+            "ts_range": f"WHERE {c} >= to_timestamp(%(v0)s) AND {c} < to_timestamp(%(v0)s + {self.width})",
             "tags_contains": f"WHERE {c} @> ARRAY[%(v0)s]::int4[]",
             "tags_overlap": f"WHERE {c} && ARRAY[%(v0)s, %(v1)s]::int4[]",
         }[self.kind]
@@ -76,10 +91,14 @@ class Workload:
         """bool (len(params), e-s): rows s..e-1 that match each query's filter."""
         if self.kind == "none":
             return None
-        if self.kind in ("eq", "range"):
+        if self.kind == "ts_range":       # ts: unix microseconds
+            col = np.asarray(ds.col(self.column)[s:e])
+            lo = params[:, 0:1] * 1_000_000
+            return (col[None, :] >= lo) & (col[None, :] < lo + self.width * 1_000_000)
+        if self.kind in ("eq", "eq_near", "range"):
             col = np.asarray(ds.col(self.column)[s:e])
             v = params[:, 0:1]
-            if self.kind == "eq":
+            if self.kind != "range":
                 return col[None, :] == v
             return (col[None, :] >= v) & (col[None, :] < v + self.width)
         offs, vals = ds.tags()
@@ -106,8 +125,12 @@ class Workload:
         v["fcolumn"] = self.column
         if self.kind == "eq":
             return "knn_eq.sql", v | {"nvals": self.nvals}
+        if self.kind == "eq_near":
+            return "knn_eq_query.sql", v | {"qcolumn": "near10"}
         if self.kind == "range":
             return "knn_range.sql", v | {"range_max": PRICE_MAX, "width": self.width}
+        if self.kind == "ts_range":
+            return "knn_ts_range.sql", v | {"ts_lo": TS_LO, "ts_hi": TS_HI, "width": self.width}
         if self.kind == "tags_contains":
             return "knn_tags_contains.sql", v | {"ntags": self.ntags}
         if self.kind == "tags_overlap":
@@ -126,7 +149,13 @@ WORKLOADS: dict[str, Workload] = dict([
     _w("label100", "eq", "label100", nvals=100),         # uniform, s = 1%
     _w("zipf10", "eq", "zipf10", nvals=10),              # Zipf, s = 3.4%..34%
     *[_w(f"corr_a{a}", "eq", f"corr_a{a}", nvals=10) for a in (0, 25, 50, 75, 100)],
+    # labels = clusters, and the query asks for its own cluster's label (GateANN
+    # 5.4.6); corr_a100 above asks for a uniform label, 9 times in 10 another
+    # cluster's, whose rows lie beyond the query's own cluster
+    _w("corr_a100_near", "eq_near", "corr_a100", nvals=10),
     *[_w(f"range{p}", "range", "price", width=p * PRICE_MAX // 100) for p in (1, 5, 10, 20, 50)],
+    # a time window: 30 days (s = 1.6 %) and 90 days (4.9 %) of the 5 years
+    *[_w(f"ts{d}d", "ts_range", "ts", width=d * DAY) for d in (30, 90)],
     _w("tags_contains", "tags_contains", "tags", ntags=10),   # tags @> {t}, t among top 10
     _w("tags_overlap", "tags_overlap", "tags", ntags=100),    # tags && {t1,t2}, top 100
 ])

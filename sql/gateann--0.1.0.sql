@@ -260,7 +260,8 @@ CREATE FUNCTION gateann_last_scan(
 	OUT tunneled bigint, OUT filter_checks bigint,
 	OUT filter_false_positives bigint, OUT exact_distances bigint,
 	OUT pq_distances bigint, OUT returned bigint, OUT io_wait_us bigint,
-	OUT tunnel_us bigint, OUT compute_us bigint, OUT io_method text)
+	OUT tunnel_us bigint, OUT compute_us bigint, OUT io_method text,
+	OUT io_direct boolean)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 

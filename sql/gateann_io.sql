@@ -30,7 +30,7 @@ SET gateann.search_list_size = 100;
 SET client_min_messages = warning;
 
 CREATE TEMP TABLE io_runs (method text, width int, q int, ids int[],
-                           used text, reads bigint, buffer_hits bigint);
+                           used text, reads bigint, buffer_hits bigint, direct bool);
 CREATE FUNCTION io_run(m text, w int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   qv real[];
@@ -44,7 +44,8 @@ BEGIN
     SELECT array_agg(id) INTO res
       FROM (SELECT id FROM io_items ORDER BY v <-> qv LIMIT 10) t;
     SELECT * INTO s FROM gateann_last_scan();
-    INSERT INTO io_runs VALUES (m, w, qn, res, s.io_method, s.reads, s.buffer_hits);
+    INSERT INTO io_runs VALUES (m, w, qn, res, s.io_method, s.reads, s.buffer_hits,
+                               s.io_direct);
   END LOOP;
 END $$;
 
@@ -72,6 +73,12 @@ SELECT r.method, r.width, string_agg(DISTINCT r.used, ',') AS used,
   JOIN io_runs b ON b.method = 'buffer' AND b.width = 16 AND b.q = r.q
  GROUP BY r.method, r.width
  ORDER BY r.method, r.width;
+
+-- io_direct: the buffer method reads no file; io_uring is used only on files
+-- opened with O_DIRECT (without it, a file system falls back to pread)
+SELECT bool_or(direct) FILTER (WHERE used = 'buffer') AS buffer_direct,
+       bool_and(direct) FILTER (WHERE used = 'io_uring') IS NOT FALSE AS io_uring_direct
+  FROM io_runs;
 
 -- a cursor's scan survives a subtransaction that aborts while it is open,
 -- and a transaction that aborts with the cursor open leaves no reader behind

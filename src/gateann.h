@@ -273,6 +273,7 @@ typedef struct GateannScanStats
 	int64		tunnel_us;
 	int64		compute_us;
 	const char *io_method;
+	bool		io_direct;		/* file reads bypassed the page cache (O_DIRECT) */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

@@ -28,8 +28,8 @@ Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[13];
-	bool		nulls[13] = {0};
+	Datum		values[14];
+	bool		nulls[14] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -48,6 +48,7 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[10] = Int64GetDatum(s->tunnel_us);
 	values[11] = Int64GetDatum(s->compute_us);
 	values[12] = CStringGetTextDatum(s->io_method ? s->io_method : "none");
+	values[13] = BoolGetDatum(s->io_direct);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

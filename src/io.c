@@ -768,6 +768,12 @@ gateann_io_method_name(const GateannIo *io)
 	return method_name(io->method);
 }
 
+bool
+gateann_io_direct(const GateannIo *io)
+{
+	return io->method != GATEANN_IO_BUFFER && io->direct;
+}
+
 int
 gateann_io_inflight(const GateannIo *io)
 {

@@ -123,5 +123,6 @@ extern int64 gateann_io_pages_read(const GateannIo *io);	/* pages read from the 
 extern int64 gateann_io_buffer_pages(const GateannIo *io);	/* pages copied through the buffer manager */
 extern int64 gateann_io_failed(const GateannIo *io);	/* completions returned with data == NULL */
 extern int64 gateann_io_wait_us(const GateannIo *io);	/* time blocked on reads, microseconds */
+extern bool gateann_io_direct(const GateannIo *io);	/* file reads bypass the page cache (O_DIRECT) */
 
 #endif							/* GATEANN_IO_H */

@@ -686,6 +686,7 @@ update_io_stats(GateannScanOpaque so)
 		so->rereads * so->meta.pages_per_record;
 	gateann_last_scan_stats.io_wait_us = gateann_io_wait_us(so->io);
 	gateann_last_scan_stats.io_method = gateann_io_method_name(so->io);
+	gateann_last_scan_stats.io_direct = gateann_io_direct(so->io);
 }
 
 bool
