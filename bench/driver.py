@@ -65,7 +65,8 @@ PRESETS: dict[str, dict] = {
         "datasets": [{"n": 100_000, "dim": 128}, {"n": 1_000_000, "dim": 128}],
         "workloads": ["unfiltered", "label10", "label100", "zipf10",
                       "corr_a0", "corr_a50", "corr_a100", "corr_a100_near",
-                      "range1", "range10", "ts30d", "tags_contains"],
+                      "range1", "range10", "ts30d", "tags_contains", "tags_contains2",
+                      "label10_and_range20", "label10_or_label100"],
         "queries": 500,
         "clients": [1, 2],
         "pgbench_seconds": 5,
@@ -121,7 +122,8 @@ PRESETS: dict[str, dict] = {
         "datasets": [{"n": 1_000_000, "dim": 128}],
         "workloads": ["label10", "label100", "zipf10", "corr_a0", "corr_a100",
                       "corr_a100_near", "range5", "range10", "range20", "range50",
-                      "tags_contains"],
+                      "tags_contains", "tags_contains2", "label10_and_range20",
+                      "label10_or_label100"],
         "queries": 100,
         "clients": [1, 2],
         "pgbench_seconds": 3,
@@ -136,7 +138,8 @@ PRESETS: dict[str, dict] = {
                 "runs": [
                     {"sweep": {"gateann.filter_mode": ["gate"],
                                "gateann.search_list_size": [20, 50, 100, 200, 400]}},
-                    {"workloads": ["label10", "range5", "range10", "range20"],
+                    {"workloads": ["label10", "range5", "range10", "range20", "tags_contains2",
+                                   "label10_and_range20", "label10_or_label100"],
                      "sweep": {"gateann.filter_mode": ["post"],
                                "gateann.search_list_size": [20, 50, 100, 200, 400]}},
                 ],
@@ -155,6 +158,13 @@ PRESETS: dict[str, dict] = {
         "engines": {
             "exact": {"queries": 20, "clients": [1], "pgbench_seconds": 3},
             "gateann": {
+                "index_columns": ["embedding", "label10", "label100", "price"],
+                "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
+                                  "alpha": 1.2},
+                "sweep": {"gateann.search_list_size": [20, 50, 100, 200, 400]},
+            },
+            # the same index through gateann_vector's opclass on pgvector's column
+            "gateann_vector": {
                 "index_columns": ["embedding", "label10", "label100", "price"],
                 "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
                                   "alpha": 1.2},
@@ -260,6 +270,12 @@ class GateannEngine:
         self.stats_ok = True
         self.available_gucs: set[str] = set()
         self.index = ""
+        self.table = self.qtable = ""      # "": the dataset's own tables
+        self.column = "embedding"
+
+    def target(self, conn, spec: DatasetSpec) -> tuple[str, list[str]]:
+        """The table the index goes on and its columns."""
+        return spec.table, self.cfg.get("index_columns", ["embedding"])
 
     def available(self, conn) -> bool:
         return bool(conn.execute("SELECT count(*) FROM pg_available_extensions "
@@ -269,11 +285,11 @@ class GateannEngine:
         conn.execute("CREATE EXTENSION IF NOT EXISTS gateann")
         if not conn.execute("SELECT count(*) FROM pg_am WHERE amname = 'gateann'").fetchone()[0]:
             raise RuntimeError("extension gateann has no access method gateann (yet)")
-        self.index = f"{spec.table}_gateann"
-        cols = self.cfg.get("index_columns", ["embedding"])
+        table, cols = self.target(conn, spec)
+        self.index = f"{table}_gateann"
         opts = self.cfg.get("index_options", {})
-        facts = {"engine": "gateann", "dataset": spec.name, "index": self.index,
-                 "columns": cols, "options": opts}
+        facts = {"engine": self.name, "dataset": spec.name, "index": self.index,
+                 "table": table, "columns": cols, "options": opts}
         exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (self.index,)).fetchone()[0]
         if exists and self.reuse:
             facts["build_seconds"] = None
@@ -285,7 +301,7 @@ class GateannEngine:
             # if the extension refuses some filter column (type not supported yet), retry smaller
             attempts = [c for i, c in enumerate([cols, cols[:2], cols[:1]]) if c not in [cols, cols[:2]][:i]]
             for c in attempts:
-                ddl = (f"CREATE INDEX {self.index} ON {spec.table} USING gateann "
+                ddl = (f"CREATE INDEX {self.index} ON {table} USING gateann "
                        f"({', '.join(c)})" + (f" WITH ({with_})" if with_ else ""))
                 log(f"building: {ddl}")
                 t0 = time.monotonic()
@@ -303,7 +319,7 @@ class GateannEngine:
             conn.execute("RESET maintenance_work_mem")
             log(f"built {self.index} in {facts['build_seconds']}s")
         facts["index_bytes"] = conn.execute("SELECT pg_relation_size(%s)", (self.index,)).fetchone()[0]
-        facts["table_bytes"] = conn.execute("SELECT pg_relation_size(%s)", (spec.table,)).fetchone()[0]
+        facts["table_bytes"] = conn.execute("SELECT pg_relation_size(%s)", (table,)).fetchone()[0]
         for label, q in (("prewarm_bytes", "SELECT gateann_prewarm(%s::regclass)"),
                          ("index_info", "SELECT row_to_json(i) FROM gateann_index_info(%s::regclass) i")):
             try:
@@ -355,6 +371,50 @@ class GateannEngine:
             self.stats_ok = False
             self.warnings.append(f"gateann_last_scan(): {oneline(e)}")
             return None
+
+
+class GateannVectorEngine(GateannEngine):
+    """gateann through the gateann_vector extension's opclass on pgvector's
+    `vector` column: the same copy of the data the pgvector engine searches
+    (`<table>_v`, `embedding_v`), the preset's filter columns after it."""
+    name = "gateann_vector"
+
+    def available(self, conn) -> bool:
+        return conn.execute("SELECT count(*) FROM pg_available_extensions "
+                            "WHERE name IN ('gateann', 'gateann_vector', 'vector')").fetchone()[0] == 3
+
+    def target(self, conn, spec: DatasetSpec) -> tuple[str, list[str]]:
+        try:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+            conn.execute("CREATE EXTENSION IF NOT EXISTS gateann_vector")
+        except Exception as e:  # noqa: BLE001
+            raise RuntimeError(f"CREATE EXTENSION gateann_vector failed: {oneline(e)}") from None
+        vt = ensure_vector_tables(conn, spec)
+        self.table, self.qtable, self.column = vt["table"], vt["qtable"], "embedding_v"
+        drop_other_indexes(conn, self.table, f"{self.table}_gateann")
+        cols = self.cfg.get("index_columns", ["embedding"])
+        return self.table, ["embedding_v"] + [c for c in cols if c != "embedding"]
+
+    def finish(self, conn, facts: dict) -> None:
+        super().finish(conn, facts)
+        drop_shared_table_index(conn, self.index)
+
+
+def drop_shared_table_index(conn, index: str) -> None:
+    """The gateann_vector and pgvector engines search the same `<table>_v`: each
+    drops its index after its measurements, or the planner could answer the
+    other engine's queries with it."""
+    conn.execute(f"DROP INDEX IF EXISTS {index}")
+
+
+def drop_other_indexes(conn, table: str, keep: str) -> None:
+    """Before an engine measures on `<table>_v`: no index but its own and the
+    primary key (one a stopped run left behind could answer its queries)."""
+    for (name,) in conn.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+            "WHERE i.indrelid = to_regclass(%s) AND NOT i.indisprimary AND c.relname <> %s",
+            (table, keep)).fetchall():
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
 
 
 def ensure_vector_tables(conn, spec: DatasetSpec) -> dict:
@@ -425,6 +485,7 @@ class PgvectorEngine:
         vt = ensure_vector_tables(conn, spec)
         self.table, self.qtable = vt["table"], vt["qtable"]
         self.index = f"{self.table}_hnsw"
+        drop_other_indexes(conn, self.table, self.index)
         opts = self.cfg.get("index_options", {"m": 16, "ef_construction": 64})
         with_ = ", ".join(f"{k} = {v}" for k, v in opts.items())
         ddl = (f"CREATE INDEX {self.index} ON {self.table} USING hnsw "
@@ -470,9 +531,11 @@ class PgvectorEngine:
     def finish(self, conn, facts: dict) -> None:
         facts["index_bytes_after"] = conn.execute("SELECT pg_relation_size(%s)",
                                                   (self.index,)).fetchone()[0]
+        drop_shared_table_index(conn, self.index)
 
 
-ENGINES = {"exact": ExactEngine, "gateann": GateannEngine, "pgvector": PgvectorEngine}
+ENGINES = {"exact": ExactEngine, "gateann": GateannEngine,
+           "gateann_vector": GateannVectorEngine, "pgvector": PgvectorEngine}
 L_KEYS = ("gateann.search_list_size", "hnsw.ef_search")
 
 
@@ -545,7 +608,7 @@ def measure(conn, engine, spec: DatasetSpec, wl, gt: dict, nq: int, point: dict,
         "lat_mean_ms": round(float(lat_ms.mean()), 3),
         "lat_p50_ms": round(float(np.percentile(lat_ms, 50)), 3),
         "lat_p99_ms": round(float(np.percentile(lat_ms, 99)), 3),
-        "plan_uses_index": ("gateann" in plan) if engine.name == "gateann"
+        "plan_uses_index": ("gateann" in plan) if engine.name.startswith("gateann")
         else (engine.index in plan) if engine.name == "pgvector" else None,
     }
     if stats:
@@ -555,7 +618,7 @@ def measure(conn, engine, spec: DatasetSpec, wl, gt: dict, nq: int, point: dict,
         row["io_method"] = stats[-1].get("io_method")
         row["io_direct"] = stats[-1].get("io_direct")
     # where the index's page reads came from (SPEC §6: cold vs warm labelled)
-    if engine.name == "gateann" and stats:
+    if engine.name.startswith("gateann") and stats:
         row["reads_from"] = ("device (O_DIRECT)" if row.get("io_direct")
                              else "shared buffers" if row.get("io_method") == "buffer"
                              else "OS page cache or device (buffered)")
@@ -722,7 +785,7 @@ def summary_md(results: dict, plots: list[str]) -> str:
         L.append(f"| {d['name']} | {d['n']} | {d['dim']} | {fmt(d.get('generate_seconds'))} | "
                  f"{'reused' if ld.get('reused') else fmt(ld.get('copy_seconds'))} | "
                  f"{fmt(ld.get('table_bytes') and round(ld['table_bytes'] / 2**20))} |")
-    idx = [i for i in results["indexes"] if i["engine"] == "gateann"]
+    idx = [i for i in results["indexes"] if i["engine"].startswith("gateann")]
     if idx:
         L += ["", "## Indexes", "", "Store sizes from `gateann_index_info` after the measurements.", "",
               "| dataset | build s | index MiB | cold start (store load) s | PQ bytes "
@@ -752,7 +815,7 @@ def summary_md(results: dict, plots: list[str]) -> str:
               "| dataset | engine | index MiB (on disk) | in-memory MiB | detail |",
               "|---|---|---|---|---|"]
         for i in idx + pidx:
-            if i["engine"] == "gateann":
+            if i["engine"].startswith("gateann"):
                 info = i.get("index_info_after") or i.get("index_info") or {}
                 parts = [info.get(k) for k in ("pq_bytes", "neighbor_store_bytes", "filter_store_bytes")]
                 mem = sum(p for p in parts if isinstance(p, (int, float)))
@@ -864,7 +927,8 @@ def main():
         if e.available(conn):
             engines.append(e)
         else:
-            ext_name = "vector (pgvector)" if name == "pgvector" else name
+            ext_name = ("vector (pgvector)" if name == "pgvector" else
+                        "gateann_vector and vector" if name == "gateann_vector" else name)
             warnings.append(f"engine {name} not available (extension {ext_name} not installed): skipped")
     for dcfg in cfg["datasets"]:
         spec = DatasetSpec(**dcfg)

@@ -17,7 +17,8 @@ DAY = 86400
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str = "none"     # none | eq | eq_near | range | ts_range | tags_contains | tags_overlap
+    kind: str = "none"     # none | eq | eq_near | range | ts_range | tags_contains |
+                           # tags_contains2 | tags_overlap | eq_and_range | eq_or_eq
                            # eq_near: column = the query's own nearest-centre label
                            #   (query table column near10, gen.query_near_labels)
     column: str = ""       # filter column
@@ -25,10 +26,14 @@ class Workload:
     width: int = 0         # range: lo uniform in 0..PRICE_MAX-width, column in [lo, lo+width)
                            # ts_range: seconds; lo uniform in TS_LO..TS_HI-width
     ntags: int = 0         # tags: tag ids uniform in 0..ntags-1 (0 = most frequent tag)
+    column2: str = ""      # eq_and_range: the range column; eq_or_eq: the second label
+    nvals2: int = 0        # eq_or_eq: the second label uniform in 0..nvals2-1
     seed: int = 7
 
     def key(self) -> str:
-        return f"{self.name}-{self.kind}-{self.column}-{self.nvals}-{self.width}-{self.ntags}-{self.seed}"
+        extra = f"-{self.column2}-{self.nvals2}" if self.column2 else ""
+        return (f"{self.name}-{self.kind}-{self.column}-{self.nvals}-{self.width}-{self.ntags}"
+                f"-{self.seed}{extra}")
 
     @property
     def nominal_selectivity(self) -> float | None:
@@ -60,6 +65,15 @@ class Workload:
             return rng.integers(0, self.ntags, (nq, 1))
         if self.kind == "tags_overlap":
             return rng.integers(0, self.ntags, (nq, 2))
+        if self.kind == "tags_contains2":       # two different tags
+            t1 = rng.integers(0, self.ntags, nq)
+            t2 = (t1 + rng.integers(1, self.ntags, nq)) % self.ntags
+            return np.stack([t1, t2], 1)
+        if self.kind == "eq_and_range":
+            return np.stack([rng.integers(0, self.nvals, nq),
+                             rng.integers(0, PRICE_MAX - self.width + 1, nq)], 1)
+        if self.kind == "eq_or_eq":
+            return np.stack([rng.integers(0, self.nvals, nq), rng.integers(0, self.nvals2, nq)], 1)
         raise ValueError(self.kind)
 
     # ---- SQL (psycopg placeholders: %(qid)s, %(v0)s, ...) ------------------
@@ -73,6 +87,11 @@ class Workload:
             "ts_range": f"WHERE {c} >= to_timestamp(%(v0)s) AND {c} < to_timestamp(%(v0)s + {self.width})",
             "tags_contains": f"WHERE {c} @> ARRAY[%(v0)s]::int4[]",
             "tags_overlap": f"WHERE {c} && ARRAY[%(v0)s, %(v1)s]::int4[]",
+            "tags_contains2": f"WHERE {c} @> ARRAY[%(v0)s, %(v1)s]::int4[]",
+            "eq_and_range": f"WHERE {c} = %(v0)s AND {self.column2} >= %(v1)s "
+                            f"AND {self.column2} < %(v1)s + {self.width}",
+            # across two columns: not an index condition, the executor filters
+            "eq_or_eq": f"WHERE ({c} = %(v0)s OR {self.column2} = %(v1)s)",
         }[self.kind]
 
     def sql(self, table: str, qtable: str, column: str = "embedding", op: str = "<->",
@@ -95,6 +114,12 @@ class Workload:
             col = np.asarray(ds.col(self.column)[s:e])
             lo = params[:, 0:1] * 1_000_000
             return (col[None, :] >= lo) & (col[None, :] < lo + self.width * 1_000_000)
+        if self.kind in ("eq_and_range", "eq_or_eq"):
+            a = np.asarray(ds.col(self.column)[s:e])[None, :] == params[:, 0:1]
+            b = np.asarray(ds.col(self.column2)[s:e])[None, :]
+            if self.kind == "eq_or_eq":
+                return a | (b == params[:, 1:2])
+            return a & (b >= params[:, 1:2]) & (b < params[:, 1:2] + self.width)
         if self.kind in ("eq", "eq_near", "range"):
             col = np.asarray(ds.col(self.column)[s:e])
             v = params[:, 0:1]
@@ -105,12 +130,16 @@ class Workload:
         o = np.asarray(offs[s:e + 1])
         tv = np.asarray(vals[o[0]:o[-1]])
         row = np.repeat(np.arange(e - s), np.diff(o))
-        out = np.zeros((len(params), e - s), bool)
+        every = self.kind == "tags_contains2"     # @> {t1, t2}: both tags; && : either
+        out = np.full((len(params), e - s), every)
         for t in np.unique(params):
             has = np.zeros(e - s, bool)
             has[row[tv == t]] = True
             if self.kind == "tags_contains":
                 out[params[:, 0] == t] |= has
+            elif every:
+                for j in range(params.shape[1]):
+                    out[params[:, j] == t] &= has
             else:
                 out[(params == t).any(1)] |= has
         return out
@@ -135,6 +164,14 @@ class Workload:
             return "knn_tags_contains.sql", v | {"ntags": self.ntags}
         if self.kind == "tags_overlap":
             return "knn_tags_overlap.sql", v | {"ntags": self.ntags}
+        if self.kind == "tags_contains2":
+            return "knn_tags_contains2.sql", v | {"ntags": self.ntags}
+        if self.kind == "eq_and_range":
+            return "knn_eq_range.sql", v | {"nvals": self.nvals, "fcolumn2": self.column2,
+                                            "range_max": PRICE_MAX, "width": self.width}
+        if self.kind == "eq_or_eq":
+            return "knn_eq_or.sql", v | {"nvals": self.nvals, "fcolumn2": self.column2,
+                                         "nvals2": self.nvals2}
         raise ValueError(self.kind)
 
 
@@ -158,4 +195,9 @@ WORKLOADS: dict[str, Workload] = dict([
     *[_w(f"ts{d}d", "ts_range", "ts", width=d * DAY) for d in (30, 90)],
     _w("tags_contains", "tags_contains", "tags", ntags=10),   # tags @> {t}, t among top 10
     _w("tags_overlap", "tags_overlap", "tags", ntags=100),    # tags && {t1,t2}, top 100
+    _w("tags_contains2", "tags_contains2", "tags", ntags=10),  # tags @> {t1,t2}, top 10
+    # two indexed columns in one condition: label10 = a AND price in a 20 % range (s = 2 %)
+    _w("label10_and_range20", "eq_and_range", "label10", nvals=10, width=200, column2="price"),
+    # OR across columns: the planner cannot push it into the index (s = 10.9 %)
+    _w("label10_or_label100", "eq_or_eq", "label10", nvals=10, column2="label100", nvals2=100),
 ])
