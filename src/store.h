@@ -124,6 +124,16 @@ gateann_store_is_deleted(const GateannStore *s, uint32 id)
 	return (pg_atomic_read_u32(&s->deleted[id >> 5]) & (1U << (id & 31))) != 0;
 }
 
+/* Hint that id's neighbor-store row will be read soon (a cache prefetch). */
+static inline void
+gateann_store_prefetch_row(const GateannStore *s, uint32 id)
+{
+#if defined(__GNUC__) || defined(__clang__)
+	if (id < s->capacity)
+		__builtin_prefetch(s->neighbors + (Size) id * (1 + s->tunnel_neighbors), 0, 1);
+#endif
+}
+
 /* Copy id's row of the neighbor store into buf (R_max ids); its length. */
 extern int	gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf);
 
