@@ -104,7 +104,7 @@ typedef struct GateannScanOpaqueData
 	bool		filtering;		/* filter has keys */
 	int			filter_mode;	/* gateann.filter_mode of this scan */
 	int			tunnel_neighbors;	/* neighbors used when tunneling */
-	uint32	   *rowbuf;			/* a neighbor-store row copied out */
+	uint32	   *rowbuf;			/* a neighbor-store row or a record's list, copied out */
 
 	FrontierEntry *frontier;
 	int			fsize;
