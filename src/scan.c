@@ -247,17 +247,6 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 		so->first_unexpanded = lo;
 }
 
-/*
- * PQ codes are read at random from an array of N * M bytes, far larger than
- * the CPU caches: ask for them before computing distances, so that the
- * misses of one node's neighbors overlap (a read hint only).
- */
-#if defined(__GNUC__) || defined(__clang__)
-#define prefetch_for_read(addr)	__builtin_prefetch((addr), 0, 1)
-#else
-#define prefetch_for_read(addr)	((void) (addr))
-#endif
-
 static inline float
 pq_distance(GateannScanOpaque so, uint32 id)
 {
@@ -269,8 +258,9 @@ pq_distance(GateannScanOpaque so, uint32 id)
 
 /*
  * Add the unvisited neighbors among nbrs[0..n-1] (ids the store holds) to
- * the frontier by PQ distance: first keep them and prefetch their codes,
- * then compute.  nbrs is overwritten.
+ * the frontier by PQ distance: first keep them and prefetch their codes
+ * (random reads of an N * M-byte array: the misses overlap), then compute.
+ * nbrs is overwritten.
  */
 static void
 frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
@@ -285,7 +275,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 		/* (a node being inserted right now is not in the store yet) */
 		if (!gateann_store_has(so->store, nb) || visited_test_and_set(so, nb))
 			continue;
-		prefetch_for_read(so->store->codes + (Size) nb * so->meta.pq_subspaces);
+		gateann_prefetch(so->store->codes + (Size) nb * so->meta.pq_subspaces);
 		nbrs[keep++] = nb;
 	}
 	for (i = 0; i < keep; i++)

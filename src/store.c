@@ -753,7 +753,7 @@ int
 gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf)
 {
 	pg_atomic_uint32 *lock = &s->rowlocks[id % GATEANN_STORE_ROW_LOCKS];
-	const uint32 *row = s->neighbors + (Size) id * (1 + s->tunnel_neighbors);
+	const uint32 *row = gateann_store_row(s, id);
 
 	for (;;)
 	{
@@ -778,7 +778,7 @@ void
 gateann_store_set_neighbors(GateannStore *s, uint32 id, const uint32 *nbrs, int n)
 {
 	pg_atomic_uint32 *lock = &s->rowlocks[id % GATEANN_STORE_ROW_LOCKS];
-	uint32	   *row = s->neighbors + (Size) id * (1 + s->tunnel_neighbors);
+	uint32	   *row = gateann_store_row(s, id);
 
 	Assert(id < s->capacity);
 	n = Min(n, s->tunnel_neighbors);

@@ -124,14 +124,30 @@ gateann_store_is_deleted(const GateannStore *s, uint32 id)
 	return (pg_atomic_read_u32(&s->deleted[id >> 5]) & (1U << (id & 31))) != 0;
 }
 
-/* Hint that id's neighbor-store row will be read soon (a cache prefetch). */
+/*
+ * A read hint for memory a search is about to touch at random (PQ codes,
+ * neighbor-store rows: arrays far larger than the CPU caches), so that the
+ * cache misses overlap.
+ */
+#if defined(__GNUC__) || defined(__clang__)
+#define gateann_prefetch(addr)	__builtin_prefetch((addr), 0, 1)
+#else
+#define gateann_prefetch(addr)	((void) (addr))
+#endif
+
+/* id's row of the neighbor store: [count, id0, id1, ...] */
+static inline uint32 *
+gateann_store_row(const GateannStore *s, uint32 id)
+{
+	return s->neighbors + (Size) id * (1 + s->tunnel_neighbors);
+}
+
+/* Hint that id's neighbor-store row will be read soon. */
 static inline void
 gateann_store_prefetch_row(const GateannStore *s, uint32 id)
 {
-#if defined(__GNUC__) || defined(__clang__)
 	if (id < s->capacity)
-		__builtin_prefetch(s->neighbors + (Size) id * (1 + s->tunnel_neighbors), 0, 1);
-#endif
+		gateann_prefetch(gateann_store_row(s, id));
 }
 
 /* Copy id's row of the neighbor store into buf (R_max ids); its length. */
