@@ -395,21 +395,11 @@ class GateannVectorEngine(GateannEngine):
         cols = self.cfg.get("index_columns", ["embedding"])
         return self.table, ["embedding_v"] + [c for c in cols if c != "embedding"]
 
-    def finish(self, conn, facts: dict) -> None:
-        super().finish(conn, facts)
-        drop_shared_table_index(conn, self.index)
-
-
-def drop_shared_table_index(conn, index: str) -> None:
-    """The gateann_vector and pgvector engines search the same `<table>_v`: each
-    drops its index after its measurements, or the planner could answer the
-    other engine's queries with it."""
-    conn.execute(f"DROP INDEX IF EXISTS {index}")
-
 
 def drop_other_indexes(conn, table: str, keep: str) -> None:
-    """Before an engine measures on `<table>_v`: no index but its own and the
-    primary key (one a stopped run left behind could answer its queries)."""
+    """The gateann_vector and pgvector engines search the same `<table>_v`:
+    before one measures, no index on it but its own and the primary key, or
+    the planner could answer its queries with the other engine's index."""
     for (name,) in conn.execute(
             "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
             "WHERE i.indrelid = to_regclass(%s) AND NOT i.indisprimary AND c.relname <> %s",
@@ -531,7 +521,6 @@ class PgvectorEngine:
     def finish(self, conn, facts: dict) -> None:
         facts["index_bytes_after"] = conn.execute("SELECT pg_relation_size(%s)",
                                                   (self.index,)).fetchone()[0]
-        drop_shared_table_index(conn, self.index)
 
 
 ENGINES = {"exact": ExactEngine, "gateann": GateannEngine,
