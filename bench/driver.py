@@ -142,6 +142,11 @@ PRESETS: dict[str, dict] = {
                                    "label10_and_range20", "label10_or_label100"],
                      "sweep": {"gateann.filter_mode": ["post"],
                                "gateann.search_list_size": [20, 50, 100, 200, 400]}},
+                    # gate without pre-filtering, where the default pre-filters (s <= 2 %)
+                    {"workloads": ["label100", "corr_a100", "tags_contains2",
+                                   "label10_and_range20"],
+                     "sweep": {"gateann.prefilter_selectivity": [0],
+                               "gateann.search_list_size": [20, 50, 100, 200, 400]}},
                 ],
             },
         },
@@ -606,6 +611,10 @@ def measure(conn, engine, spec: DatasetSpec, wl, gt: dict, nq: int, point: dict,
             row[f"{c}_per_q"] = round(float(np.mean(vals)), 2) if vals else None
         row["io_method"] = stats[-1].get("io_method")
         row["io_direct"] = stats[-1].get("io_direct")
+        # share of the queries gate answered by pre-filtering (the rest: graph search)
+        strategies = [s.get("strategy") for s in stats if s.get("strategy") is not None]
+        if strategies:
+            row["prefilter_share"] = round(strategies.count("prefilter") / len(strategies), 3)
     # where the index's page reads came from (SPEC §6: cold vs warm labelled)
     if engine.name.startswith("gateann") and stats:
         row["reads_from"] = ("device (O_DIRECT)" if row.get("io_direct")

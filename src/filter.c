@@ -25,6 +25,7 @@
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -706,6 +707,12 @@ gateann_filter_coder_code(GateannFilterCoder *coder, const uint8 *filter_area,
 #define STRAT_CONTAINS	7
 #define STRAT_CONTAINED	8
 
+/*
+ * A scalar key's passing codes as at most this many runs lets the bulk
+ * check (gateann_filter_store_select) test 16 nodes at a time.
+ */
+#define FILTER_MAX_RANGES	4
+
 typedef struct FilterKey
 {
 	int			col;			/* filter column: attno - 2 */
@@ -723,6 +730,9 @@ typedef struct FilterKey
 	/* in-memory check */
 	bool		store_all;		/* the store cannot tell: always passes */
 	uint8		pass[32];		/* scalar: bitmap over the 256 codes */
+	int			nranges;		/* pass as runs of codes (0: too many runs) */
+	uint8		range_lo[FILTER_MAX_RANGES];
+	uint8		range_len[FILTER_MAX_RANGES];	/* run is lo .. lo + len */
 	uint64	   *masks;			/* bloom */
 	int			nmasks;
 	bool		any_mask;		/* && : any mask; @> : the one mask */
@@ -882,6 +892,36 @@ compile_bloom_store(FilterKey *k, Relation index, const GateannFilterColumn *col
 	}
 }
 
+/* The passing codes of a scalar key as runs, if there are few */
+static void
+compile_code_ranges(FilterKey *k)
+{
+	int			code = 0;
+
+	k->nranges = 0;
+	while (code < 256)
+	{
+		int			start;
+
+		if (!(k->pass[code >> 3] & (1 << (code & 7))))
+		{
+			code++;
+			continue;
+		}
+		start = code;
+		while (code < 256 && (k->pass[code >> 3] & (1 << (code & 7))))
+			code++;
+		if (k->nranges == FILTER_MAX_RANGES)
+		{
+			k->nranges = 0;
+			return;
+		}
+		k->range_lo[k->nranges] = (uint8) start;
+		k->range_len[k->nranges] = (uint8) (code - 1 - start);
+		k->nranges++;
+	}
+}
+
 GateannFilter *
 gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 					   ScanKey keys, int nkeys, const char *dict, bool *never)
@@ -972,7 +1012,10 @@ gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 		}
 
 		if (col->kind == GATEANN_FILTER_KIND_SCALAR)
+		{
 			compile_scalar_store(k, index, col, dict, sk->sk_subtype);
+			compile_code_ranges(k);
+		}
 		else
 			compile_bloom_store(k, index, col, never);
 		f->nkeys++;
@@ -992,6 +1035,31 @@ gateann_filter_needs_recheck(const GateannFilter *filter)
 	return filter->recheck;
 }
 
+/* In-memory check of one key on node id (store_all keys are not asked) */
+static inline bool
+key_store_pass(const FilterKey *k, const uint8 *const *cols, uint32 id)
+{
+	if (k->kind == GATEANN_FILTER_KIND_SCALAR)
+	{
+		uint8		code = cols[k->col][id];
+
+		return (k->pass[code >> 3] & (1 << (code & 7))) != 0;
+	}
+	else
+	{
+		uint64		bloom;
+		int			m;
+
+		memcpy(&bloom, cols[k->col] + (Size) id * sizeof(uint64), sizeof(uint64));
+		if (!k->any_mask)
+			return (bloom & k->masks[0]) == k->masks[0];
+		for (m = 0; m < k->nmasks; m++)
+			if ((bloom & k->masks[m]) == k->masks[m])
+				return true;
+		return false;
+	}
+}
+
 bool
 gateann_filter_store_pass(const GateannFilter *filter, const uint8 *const *cols, uint32 id)
 {
@@ -1001,35 +1069,142 @@ gateann_filter_store_pass(const GateannFilter *filter, const uint8 *const *cols,
 	{
 		const FilterKey *k = &filter->keys[i];
 
+		if (!k->store_all && !key_store_pass(k, cols, id))
+			return false;
+	}
+	return true;
+}
+
+#if defined(__GNUC__) || defined(__clang__)
+/* 16 codes at once with the compiler's generic vectors (SSE2, NEON, ...) */
+typedef uint8 CodeVector __attribute__((vector_size(16)));
+#define FILTER_HAVE_CODE_VECTOR 1
+#endif
+
+/*
+ * Node ids lo..hi-1 whose code of scalar key k passes, into out; returns
+ * their number.  Most blocks of 16 nodes have no passing code when the key
+ * is selective: those are ruled out by a few vector compares.
+ */
+static int
+select_scalar_dense(const FilterKey *k, const uint8 *codes, uint32 lo, uint32 hi,
+					uint32 *out)
+{
+	int			n = 0;
+	uint32		id = lo;
+
+#ifdef FILTER_HAVE_CODE_VECTOR
+	if (k->nranges > 0)
+	{
+		CodeVector	lo_v[FILTER_MAX_RANGES];
+		CodeVector	len_v[FILTER_MAX_RANGES];
+		int			r;
+
+		/* unused slots repeat the first run: a fixed, unrolled loop */
+		for (r = 0; r < FILTER_MAX_RANGES; r++)
+		{
+			int			from = r < k->nranges ? r : 0;
+			int			b;
+
+			for (b = 0; b < 16; b++)
+			{
+				lo_v[r][b] = k->range_lo[from];
+				len_v[r][b] = k->range_len[from];
+			}
+		}
+		for (; id + 16 <= hi; id += 16)
+		{
+			CodeVector	v;
+			CodeVector	hit = {0};
+			uint64		words[2];
+
+			memcpy(&v, codes + id, sizeof(v));
+			/* lo <= c <= lo + len  as  (c - lo) <= len, unsigned */
+			for (r = 0; r < FILTER_MAX_RANGES; r++)
+				hit |= (CodeVector) (v - lo_v[r] <= len_v[r]);
+			memcpy(words, &hit, sizeof(words));
+			/* each passing node is a 0xFF byte: visit just those */
+			for (r = 0; r < 2; r++)
+			{
+				uint64		w = words[r];
+
+				while (w != 0)
+				{
+					int			shift = pg_rightmost_one_pos64(w) & ~7;
+
+#ifdef WORDS_BIGENDIAN
+					out[n++] = id + 8 * r + 7 - shift / 8;
+#else
+					out[n++] = id + 8 * r + shift / 8;
+#endif
+					w &= ~(UINT64CONST(0xFF) << shift);
+				}
+			}
+		}
+	}
+#endif
+	for (; id < hi; id++)
+	{
+		uint8		code = codes[id];
+
+		out[n] = id;
+		n += (k->pass[code >> 3] >> (code & 7)) & 1;
+	}
+	return n;
+}
+
+/*
+ * A column at a time: the first key the store can check runs over the
+ * dense range (a byte per node for scalar columns), each later key only
+ * over the survivors.
+ */
+int
+gateann_filter_store_select(const GateannFilter *filter, const uint8 *const *cols,
+							uint32 lo, uint32 hi, uint32 *out)
+{
+	int			n = 0;
+	int			i;
+	bool		dense = true;
+
+	for (i = 0; i < filter->nkeys; i++)
+	{
+		const FilterKey *k = &filter->keys[i];
+		int			kept = 0;
+		int			j;
+
 		if (k->store_all)
 			continue;
-		if (k->kind == GATEANN_FILTER_KIND_SCALAR)
+		if (dense && k->kind == GATEANN_FILTER_KIND_SCALAR)
+			n = select_scalar_dense(k, cols[k->col], lo, hi, out);
+		else if (dense)
 		{
-			uint8		code = cols[k->col][id];
+			uint32		id;
 
-			if (!(k->pass[code >> 3] & (1 << (code & 7))))
-				return false;
+			for (id = lo; id < hi; id++)
+			{
+				out[n] = id;
+				n += key_store_pass(k, cols, id) ? 1 : 0;
+			}
 		}
 		else
 		{
-			uint64		bloom;
-			int			m;
-			bool		ok;
-
-			memcpy(&bloom, cols[k->col] + (Size) id * sizeof(uint64), sizeof(uint64));
-			if (k->any_mask)
+			for (j = 0; j < n; j++)
 			{
-				ok = false;
-				for (m = 0; m < k->nmasks && !ok; m++)
-					ok = (bloom & k->masks[m]) == k->masks[m];
+				out[kept] = out[j];
+				kept += key_store_pass(k, cols, out[j]) ? 1 : 0;
 			}
-			else
-				ok = (bloom & k->masks[0]) == k->masks[0];
-			if (!ok)
-				return false;
+			n = kept;
 		}
+		dense = false;
 	}
-	return true;
+	if (dense)
+	{
+		uint32		id;
+
+		for (id = lo; id < hi; id++)
+			out[n++] = id;
+	}
+	return n;
 }
 
 GateannFilterResult

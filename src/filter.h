@@ -146,6 +146,15 @@ extern bool gateann_filter_needs_recheck(const GateannFilter *filter);
 extern bool gateann_filter_store_pass(const GateannFilter *filter,
 									  const uint8 *const *cols, uint32 id);
 
+/*
+ * The node ids in lo..hi-1 that pass the in-memory check, written to out
+ * (room for hi - lo ids) in increasing order; returns their number.  Ids
+ * are not checked against the store's present/deleted bits.
+ */
+extern int	gateann_filter_store_select(const GateannFilter *filter,
+										const uint8 *const *cols,
+										uint32 lo, uint32 hi, uint32 *out);
+
 /* Exact check against a fetched record's filter-column copies. */
 extern GateannFilterResult gateann_filter_record_check(const GateannFilter *filter,
 													   const GateannMetaPageData *meta,

@@ -30,6 +30,7 @@ int			gateann_search_list_size = 100;
 int			gateann_max_scan_tuples = 20000;
 int			gateann_filter_mode = GATEANN_FILTER_MODE_GATE;
 int			gateann_tunnel_neighbors_guc = 0;
+double		gateann_prefilter_selectivity = 0.02;
 
 static const struct config_enum_entry filter_mode_options[] = {
 	{"gate", GATEANN_FILTER_MODE_GATE, false},
@@ -93,6 +94,12 @@ _PG_init(void)
 							&gateann_tunnel_neighbors_guc,
 							0, 0, GATEANN_MAX_NEIGHBORS_LIMIT,
 							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomRealVariable("gateann.prefilter_selectivity",
+							 "In gate mode, filters estimated to match at most this fraction of the index are answered by pre-filtering.",
+							 "Pre-filtering checks every node in memory, ranks the matching ones by PQ distance and reads only the best L; 0 turns it off.",
+							 &gateann_prefilter_selectivity,
+							 0.02, 0.0, 1.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	gateann_io_define_gucs();
 	gateann_shmem_define_gucs();
 	if (process_shared_preload_libraries_in_progress)

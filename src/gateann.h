@@ -250,6 +250,7 @@ extern int	gateann_search_list_size;
 extern int	gateann_max_scan_tuples;
 extern int	gateann_filter_mode;
 extern int	gateann_tunnel_neighbors_guc;
+extern double gateann_prefilter_selectivity;
 
 /* gateann.filter_mode (SPEC §4.4) */
 #define GATEANN_FILTER_MODE_GATE	0	/* check in memory before I/O, tunnel */
@@ -274,6 +275,7 @@ typedef struct GateannScanStats
 	int64		compute_us;
 	const char *io_method;
 	bool		io_direct;		/* file reads bypassed the page cache (O_DIRECT) */
+	const char *strategy;		/* "graph" or "prefilter" (none: no search) */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

@@ -22,14 +22,14 @@ PG_FUNCTION_INFO_V1(gateann_last_scan);
 PG_FUNCTION_INFO_V1(gateann_index_info);
 PG_FUNCTION_INFO_V1(gateann_prewarm);
 
-GateannScanStats gateann_last_scan_stats = {.io_method = "none"};
+GateannScanStats gateann_last_scan_stats = {.io_method = "none", .strategy = "none"};
 
 Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[14];
-	bool		nulls[14] = {0};
+	Datum		values[15];
+	bool		nulls[15] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -49,6 +49,7 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[11] = Int64GetDatum(s->compute_us);
 	values[12] = CStringGetTextDatum(s->io_method ? s->io_method : "none");
 	values[13] = BoolGetDatum(s->io_direct);
+	values[14] = CStringGetTextDatum(s->strategy ? s->strategy : "none");
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

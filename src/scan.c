@@ -27,6 +27,12 @@
  * one round come in exact order; a later round may find rows closer than
  * some already returned (like pgvector's relaxed_order).
  *
+ * Pre-filtering (prefilter.h): in gate mode, a filter a sample says is
+ * selective (gateann.prefilter_selectivity) skips the graph: the frontier
+ * is loaded with the best L of all nodes passing the in-memory check, by
+ * PQ distance, and the same pipeline reads, verifies and ranks them
+ * without expanding neighbors.  Streaming loads the next 2L, 4L, ...
+ *
  * Records are read straight from the index's files.  The file may lag shared
  * buffers for pages writers changed: each node block has a mark in the store
  * (the LSN the file must have reached, store.h), and a page read from the
@@ -40,6 +46,7 @@
 #include "filter.h"
 #include "io.h"
 #include "page.h"
+#include "prefilter.h"
 #include "store.h"
 #include "vector.h"
 
@@ -105,6 +112,15 @@ typedef struct GateannScanOpaqueData
 	int			filter_mode;	/* gateann.filter_mode of this scan */
 	int			tunnel_neighbors;	/* neighbors used when tunneling */
 	uint32	   *rowbuf;			/* a neighbor-store row or a record's list, copied out */
+
+	/*
+	 * Speculative pre-filtering (prefilter.h): the frontier holds batches of
+	 * the pre-filtered candidates instead of a graph search's.
+	 */
+	bool		prefilter;
+	GateannPrefilter pf;
+	double		filter_fraction;	/* sampled share of nodes passing the filter store */
+	int64		tunneled;		/* nodes crossed in memory */
 
 	FrontierEntry *frontier;
 	int			fsize;
@@ -383,9 +399,12 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		}
 	}
 
-	nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
-	memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, p->record), sizeof(uint32) * nn);
-	frontier_add_neighbors(so, so->rowbuf, nn);
+	if (!so->prefilter)
+	{
+		nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
+		memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, p->record), sizeof(uint32) * nn);
+		frontier_add_neighbors(so, so->rowbuf, nn);
+	}
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_SUBTRACT(end, start);
 	gateann_last_scan_stats.compute_us += INSTR_TIME_GET_MICROSEC(end);
@@ -420,6 +439,7 @@ tunnel(GateannScanOpaque so, uint32 id)
 	INSTR_TIME_SET_CURRENT(start);
 	n = gateann_store_copy_neighbors(so->store, id, nbrs);
 	frontier_add_neighbors(so, nbrs, Min(n, so->tunnel_neighbors));
+	so->tunneled++;
 	gateann_last_scan_stats.tunneled++;
 	gateann_last_scan_stats.visited++;	/* taken from the frontier, too */
 	if ((gateann_last_scan_stats.tunneled & 1023) == 0)
@@ -459,7 +479,8 @@ dispatch(GateannScanOpaque so)
 		 * result (fails the in-memory filter check, or is deleted) is
 		 * crossed in memory through the neighbor store instead of read.
 		 */
-		if (so->filter_mode == GATEANN_FILTER_MODE_GATE && !node_may_match(so, id))
+		if (so->filter_mode == GATEANN_FILTER_MODE_GATE && !so->prefilter &&
+			!node_may_match(so, id))
 		{
 			so->frontier[i].expanded = true;
 			/* likely the next one crossed: its row's cache misses overlap ours */
@@ -520,20 +541,26 @@ search_round(IndexScanDesc scan)
 	}
 }
 
+/* The list size of the next round: twice the last one, within the budget */
+static void
+grow_list(GateannScanOpaque so)
+{
+	int			newL = (int) Min((int64) so->L * 2, (int64) gateann_max_scan_tuples + so->L);
+
+	so->frontier = repalloc_huge(so->frontier, sizeof(FrontierEntry) * newL);
+	so->L = newL;
+}
+
 /* Grow the list and pull back evicted candidates; false if none remain. */
 static bool
 resume_search(GateannScanOpaque so)
 {
-	int			newL;
-
 	if (so->exhausted || so->evicted.size == 0)
 	{
 		so->exhausted = true;
 		return false;
 	}
-	newL = (int) Min((int64) so->L * 2, (int64) gateann_max_scan_tuples + so->L);
-	so->frontier = repalloc_huge(so->frontier, sizeof(FrontierEntry) * newL);
-	so->L = newL;
+	grow_list(so);
 	while (so->fsize < so->L && so->evicted.size > 0)
 	{
 		HeapEntry	e = heap_pop(&so->evicted);
@@ -541,6 +568,120 @@ resume_search(GateannScanOpaque so)
 		frontier_insert(so, e.id, e.dist);
 	}
 	return true;
+}
+
+/*
+ * Pre-filtering: the next L pre-filtered candidates, best PQ distance
+ * first, become the frontier (already in order, all undispatched); false
+ * when none are left.
+ */
+static bool
+prefilter_load(GateannScanOpaque so)
+{
+	const GateannPrefilterCand *batch;
+	int			n;
+	int			i;
+
+	n = gateann_prefilter_take(&so->pf, so->L, &batch);
+	if (n == 0)
+	{
+		so->exhausted = true;
+		return false;
+	}
+	for (i = 0; i < n; i++)
+	{
+		so->frontier[i].dist = batch[i].dist;
+		so->frontier[i].id = batch[i].id;
+		so->frontier[i].expanded = false;
+	}
+	so->fsize = n;
+	so->first_unexpanded = 0;
+	return true;
+}
+
+/* The next, twice larger batch of pre-filtered candidates */
+static bool
+prefilter_resume(GateannScanOpaque so)
+{
+	if (so->exhausted)
+		return false;
+	grow_list(so);
+	return prefilter_load(so);
+}
+
+/*
+ * Pre-filter instead of walking the graph?  Only in gate mode (post and
+ * early are the papers' baselines of a graph search), and only when a
+ * sample of the filter store says few nodes match: then a graph walk
+ * crosses about 1/s nodes per match and, when the matching nodes lie away
+ * from the query, may not reach them at all, while the pass over the
+ * filter store costs the same for any filter.
+ */
+static bool
+choose_prefilter(GateannScanOpaque so)
+{
+	so->filter_fraction = 1.0;
+	if (!so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE ||
+		gateann_prefilter_selectivity <= 0.0)
+		return false;
+	so->filter_fraction = gateann_prefilter_estimate(so->filter, so->store, so->meta.nnodes,
+													 GATEANN_PREFILTER_SAMPLE,
+													 GATEANN_PREFILTER_SAMPLE_PASS);
+	return so->filter_fraction <= gateann_prefilter_selectivity;
+}
+
+/*
+ * After the first round of a graph search (nothing returned yet): did the
+ * walk meet matching nodes far more rarely than the filter matches over
+ * the whole index?  Then they lie away from the query -- filter values that
+ * follow the vector clusters, and a query asking for another cluster's --
+ * where a walk toward the query does not lead, however long the list.
+ * Pre-filter instead, if its PQ distances (one per matching node) cost no
+ * more than about the walk it would take to read L matching nodes at the
+ * rate seen (a crossed node costs R_max PQ distances and a random row of
+ * the neighbor store).
+ */
+static bool
+graph_misses_matches(GateannScanOpaque so)
+{
+	double		walked = (double) so->tunneled + so->expanded;
+	double		rate;
+
+	if (!so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE ||
+		gateann_prefilter_selectivity <= 0.0 || walked == 0)
+		return false;
+	/*
+	 * Enough of a walk to tell: at the filter's overall rate it would have
+	 * met GATEANN_GRAPH_MISS_EVIDENCE matching nodes, so meeting under a
+	 * quarter of that is no accident (a short first round, small L, never
+	 * switches: pre-filtering needs a large L to rank far rows well anyway).
+	 */
+	if (walked * so->filter_fraction < GATEANN_GRAPH_MISS_EVIDENCE)
+		return false;
+	rate = so->expanded / walked;
+	if (rate * GATEANN_GRAPH_MISS_FACTOR >= so->filter_fraction)
+		return false;
+	/* (no match at all yet: at least one would have come next) */
+	return so->filter_fraction * so->meta.nnodes <=
+		GATEANN_PREFILTER_COST_RATIO * so->L / Max(rate, 1.0 / walked);
+}
+
+/* Drop the first round's results and pre-filter: see graph_misses_matches */
+static void
+switch_to_prefilter(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	so->results.size = 0;
+	so->evicted.size = 0;
+	so->prefilter = true;
+	so->exhausted = false;
+	gateann_last_scan_stats.strategy = "graph, then prefilter";
+	gateann_prefilter_collect(&so->pf, so->filter, so->store, so->table);
+	gateann_last_scan_stats.filter_checks += so->pf.checked;
+	gateann_last_scan_stats.pq_distances += so->pf.ncands;
+	if (prefilter_load(so))
+		search_round(scan);
 }
 
 static void
@@ -625,12 +766,7 @@ begin_search(IndexScanDesc scan)
 	}
 	so->next_seq = so->head_seq = 0;
 	so->rereads = 0;
-	/* ids up to the store's capacity: nodes inserted since meta was read */
-	so->visited = palloc_extended(((Size) so->store->capacity + 7) / 8,
-								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	/* a neighbor-store row, or a read record's full list */
-	so->rowbuf = palloc(sizeof(uint32) *
-						Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1));
+	so->tunneled = 0;
 	so->L = Max(gateann_search_list_size, 1);
 	so->frontier = palloc(sizeof(FrontierEntry) * so->L);
 	so->fsize = 0;
@@ -639,9 +775,31 @@ begin_search(IndexScanDesc scan)
 	so->no_results = false;
 	so->exhausted = false;
 
+	so->prefilter = choose_prefilter(so);
+	if (so->prefilter)
+	{
+		gateann_last_scan_stats.strategy = "prefilter";
+		gateann_prefilter_collect(&so->pf, so->filter, so->store, so->table);
+		gateann_last_scan_stats.filter_checks += so->pf.checked;
+		gateann_last_scan_stats.pq_distances += so->pf.ncands;
+		if (prefilter_load(so))
+			search_round(scan);
+		return;
+	}
+
+	gateann_last_scan_stats.strategy = "graph";
+	/* ids up to the store's capacity: nodes inserted since meta was read */
+	so->visited = palloc_extended(((Size) so->store->capacity + 7) / 8,
+								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	/* a neighbor-store row, or a read record's full list */
+	so->rowbuf = palloc(sizeof(uint32) *
+						Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1));
+
 	visited_test_and_set(so, so->meta.entry_point);
 	frontier_insert(so, so->meta.entry_point, pq_distance(so, so->meta.entry_point));
 	search_round(scan);
+	if (graph_misses_matches(so))
+		switch_to_prefilter(scan);
 }
 
 IndexScanDesc
@@ -686,6 +844,7 @@ gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 
 	memset(&gateann_last_scan_stats, 0, sizeof(GateannScanStats));
 	gateann_last_scan_stats.io_method = "none";
+	gateann_last_scan_stats.strategy = "none";
 }
 
 static void
@@ -734,7 +893,7 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 			found = true;
 			break;
 		}
-		if (!resume_search(so))
+		if (!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
 			break;
 		search_round(scan);
 	}

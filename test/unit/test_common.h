@@ -79,5 +79,6 @@ trng_fill(TestRng *r, float *v, size_t n, float scale)
 extern void run_distance_tests(void);
 extern void run_pq_tests(void);
 extern void run_repair_tests(void);
+extern void run_topk_tests(void);
 
 #endif

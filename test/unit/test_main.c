@@ -25,6 +25,7 @@ main(void)
 	unsetenv("GATEANN_FORCE_SCALAR");
 	gateann_distance_init();
 	run_repair_tests();
+	run_topk_tests();
 	printf("%d passed, %d failed\n", tests_passed, tests_failed);
 	return tests_failed == 0 ? 0 : 1;
 }
