@@ -19,7 +19,7 @@
 
 /* Nodes the estimate of a filter's selectivity checks at most */
 #define GATEANN_PREFILTER_SAMPLE	1000
-/* ... and passing ones it stops at */
+/* ... and passing ones it stops at (a common filter is known to be common soon) */
 #define GATEANN_PREFILTER_SAMPLE_PASS	32
 
 /*

@@ -152,11 +152,10 @@ typedef struct PendingRead
 	char	   *record;			/* record_size bytes */
 } PendingRead;
 
-static void
-heap_push(MinHeap *h, HeapEntry e)
+/* Room for one more item */
+static inline void
+heap_reserve(MinHeap *h)
 {
-	int			i;
-
 	if (h->size == h->capacity)
 	{
 		h->capacity = h->capacity == 0 ? 256 : h->capacity * 2;
@@ -165,6 +164,57 @@ heap_push(MinHeap *h, HeapEntry e)
 		else
 			h->items = repalloc_huge(h->items, sizeof(HeapEntry) * h->capacity);
 	}
+}
+
+/*
+ * Add without keeping heap order: for the evicted candidates, which most
+ * scans never look at again; heap_build orders them when a resume does.
+ */
+static inline void
+heap_append(MinHeap *h, HeapEntry e)
+{
+	heap_reserve(h);
+	h->items[h->size++] = e;
+}
+
+/* Move items[i] down to its place below it */
+static void
+heap_sift_down(MinHeap *h, int i)
+{
+	HeapEntry	e = h->items[i];
+
+	for (;;)
+	{
+		int			child = 2 * i + 1;
+
+		if (child >= h->size)
+			break;
+		if (child + 1 < h->size && heap_less(&h->items[child + 1], &h->items[child]))
+			child++;
+		if (!heap_less(&h->items[child], &e))
+			break;
+		h->items[i] = h->items[child];
+		i = child;
+	}
+	h->items[i] = e;
+}
+
+/* Heap order over items appended in any order (Floyd: O(n)) */
+static void
+heap_build(MinHeap *h)
+{
+	int			i;
+
+	for (i = h->size / 2 - 1; i >= 0; i--)
+		heap_sift_down(h, i);
+}
+
+static void
+heap_push(MinHeap *h, HeapEntry e)
+{
+	int			i;
+
+	heap_reserve(h);
 	i = h->size++;
 	while (i > 0)
 	{
@@ -182,24 +232,10 @@ static HeapEntry
 heap_pop(MinHeap *h)
 {
 	HeapEntry	top = h->items[0];
-	HeapEntry	last = h->items[--h->size];
-	int			i = 0;
 
-	for (;;)
-	{
-		int			child = 2 * i + 1;
-
-		if (child >= h->size)
-			break;
-		if (child + 1 < h->size && heap_less(&h->items[child + 1], &h->items[child]))
-			child++;
-		if (!heap_less(&h->items[child], &last))
-			break;
-		h->items[i] = h->items[child];
-		i = child;
-	}
+	h->items[0] = h->items[--h->size];
 	if (h->size > 0)
-		h->items[i] = last;
+		heap_sift_down(h, 0);
 	return top;
 }
 
@@ -227,7 +263,8 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 		ev.dist = dist;
 		ev.id = id;
 		ItemPointerSetInvalid(&ev.tid);
-		heap_push(&so->evicted, ev);
+		ev.recheck = false;
+		heap_append(&so->evicted, ev);
 		return;
 	}
 	while (lo < hi)
@@ -249,7 +286,8 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 			ev.dist = last->dist;
 			ev.id = last->id;
 			ItemPointerSetInvalid(&ev.tid);
-			heap_push(&so->evicted, ev);
+			ev.recheck = false;
+			heap_append(&so->evicted, ev);
 		}
 		so->fsize--;
 	}
@@ -433,10 +471,7 @@ tunnel(GateannScanOpaque so, uint32 id)
 {
 	uint32	   *nbrs = so->rowbuf;
 	int			n;
-	instr_time	start,
-				end;
 
-	INSTR_TIME_SET_CURRENT(start);
 	n = gateann_store_copy_neighbors(so->store, id, nbrs);
 	frontier_add_neighbors(so, nbrs, Min(n, so->tunnel_neighbors));
 	so->tunneled++;
@@ -444,15 +479,30 @@ tunnel(GateannScanOpaque so, uint32 id)
 	gateann_last_scan_stats.visited++;	/* taken from the frontier, too */
 	if ((gateann_last_scan_stats.tunneled & 1023) == 0)
 		CHECK_FOR_INTERRUPTS();
+}
+
+/* tunnel_us: a run of consecutive tunnels is timed as one (two clock reads) */
+static inline void
+tunnel_timer_stop(bool *running, instr_time *start)
+{
+	instr_time	end;
+
+	if (!*running)
+		return;
 	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
+	INSTR_TIME_SUBTRACT(end, *start);
 	gateann_last_scan_stats.tunnel_us += INSTR_TIME_GET_MICROSEC(end);
+	*running = false;
 }
 
 /* Issue reads for the best undispatched candidates while W allows. */
 static void
 dispatch(GateannScanOpaque so)
 {
+	bool		timing = false;
+	instr_time	tunnel_start;
+
+	INSTR_TIME_SET_ZERO(tunnel_start);
 	while (gateann_io_inflight(so->io) < so->width &&
 		   so->next_seq - so->head_seq < (uint64) so->width)
 	{
@@ -466,11 +516,11 @@ dispatch(GateannScanOpaque so)
 				break;
 		so->first_unexpanded = i;
 		if (i >= so->fsize)
-			return;
+			break;
 		if (so->expanded >= gateann_max_scan_tuples)
 		{
 			so->exhausted = true;
-			return;
+			break;
 		}
 		id = so->frontier[i].id;
 
@@ -486,13 +536,19 @@ dispatch(GateannScanOpaque so)
 			/* likely the next one crossed: its row's cache misses overlap ours */
 			if (i + 1 < so->fsize)
 				gateann_store_prefetch_row(so->store, so->frontier[i + 1].id);
+			if (!timing)
+			{
+				INSTR_TIME_SET_CURRENT(tunnel_start);
+				timing = true;
+			}
 			tunnel(so, id);
 			continue;
 		}
+		tunnel_timer_stop(&timing, &tunnel_start);
 		loc = gateann_record_location(&so->meta, id);
 		if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
 							   so->next_seq))
-			return;
+			break;
 		so->frontier[i].expanded = true;
 		so->expanded++;
 		p = &so->pending[so->next_seq % so->width];
@@ -501,6 +557,7 @@ dispatch(GateannScanOpaque so)
 		p->valid = false;
 		so->next_seq++;
 	}
+	tunnel_timer_stop(&timing, &tunnel_start);
 }
 
 /*
@@ -561,6 +618,7 @@ resume_search(GateannScanOpaque so)
 		return false;
 	}
 	grow_list(so);
+	heap_build(&so->evicted);
 	while (so->fsize < so->L && so->evicted.size > 0)
 	{
 		HeapEntry	e = heap_pop(&so->evicted);

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Gate vs post QPS at one L, with long pgbench windows repeated and
+# interleaved (gate, post, gate, post, ...), so that a noisy machine shows
+# as spread between repetitions rather than as a bias.  Runs against the
+# server of PGHOST/PGPORT/PGUSER/PGDATABASE, on a table bench/driver.py
+# loaded and indexed (e.g. after `BENCH_USE_EXISTING=1 bench/run.sh filter`).
+#   bench/ratio.sh TABLE FCOLUMN NVALS L [SECONDS=15] [REPS=3] > out.csv
+# Prints: rep,mode,clients,tps,latency_ms
+set -euo pipefail
+table=$1 fcolumn=$2 nvals=$3 L=$4 seconds=${5:-15} reps=${6:-3}
+PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
+pgbench="$("$PG_CONFIG" --bindir)/pgbench"
+script="$(cd "$(dirname "$0")" && pwd)/pgbench/knn_eq.sql"
+echo "rep,mode,clients,tps,latency_ms"
+for rep in $(seq 1 "$reps"); do
+    for mode in gate post; do
+        for c in 1 2; do
+            out=$(PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$mode -c enable_seqscan=off -c enable_bitmapscan=off" \
+                "$pgbench" -n -M simple -f "$script" -c "$c" -j "$c" -T "$seconds" \
+                -D table="$table" -D column=embedding -D qtable="${table}_q" -D nq=1000 \
+                -D k=10 -D fcolumn="$fcolumn" -D nvals="$nvals" 2>&1)
+            tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
+            lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
+            echo "$rep,$mode,$c,$tps,$lat"
+        done
+    done
+done
