@@ -112,6 +112,7 @@ typedef struct GateannScanOpaqueData
 	int			filter_mode;	/* gateann.filter_mode of this scan */
 	int			tunnel_neighbors;	/* neighbors used when tunneling */
 	uint32	   *rowbuf;			/* a neighbor-store row or a record's list, copied out */
+	FrontierEntry *batch;		/* as many entries: new neighbors, sorted */
 
 	/*
 	 * Speculative pre-filtering (prefilter.h): the frontier holds batches of
@@ -250,21 +251,29 @@ visited_test_and_set(GateannScanOpaque so, uint32 id)
 	return false;
 }
 
+/* A candidate that fell off the frontier, kept for a resumed search */
+static inline void
+evict(GateannScanOpaque so, uint32 id, float dist)
+{
+	HeapEntry	ev;
+
+	ev.dist = dist;
+	ev.id = id;
+	ItemPointerSetInvalid(&ev.tid);
+	ev.recheck = false;
+	heap_append(&so->evicted, ev);
+}
+
 /* Insert into the sorted frontier; whatever falls off goes to `evicted`. */
 static void
 frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 {
 	int			lo = 0,
 				hi = so->fsize;
-	HeapEntry	ev;
 
 	if (so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist)
 	{
-		ev.dist = dist;
-		ev.id = id;
-		ItemPointerSetInvalid(&ev.tid);
-		ev.recheck = false;
-		heap_append(&so->evicted, ev);
+		evict(so, id, dist);
 		return;
 	}
 	while (lo < hi)
@@ -282,13 +291,7 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 
 		/* an expanded entry has already produced its result: just drop it */
 		if (!last->expanded)
-		{
-			ev.dist = last->dist;
-			ev.id = last->id;
-			ItemPointerSetInvalid(&ev.tid);
-			ev.recheck = false;
-			heap_append(&so->evicted, ev);
-		}
+			evict(so, last->id, last->dist);
 		so->fsize--;
 	}
 	memmove(&so->frontier[lo + 1], &so->frontier[lo],
@@ -299,6 +302,55 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 	so->fsize++;
 	if (lo < so->first_unexpanded)
 		so->first_unexpanded = lo;
+}
+
+/*
+ * Insert batch[0..nb-1] (sorted by distance; equal ones in the order they
+ * came) into the frontier in one backward merge: the result is what
+ * inserting them one by one with frontier_insert gives (an entry goes
+ * after those of equal distance already there), for one pass over the
+ * tail instead of one memmove per entry.
+ */
+static void
+frontier_merge(GateannScanOpaque so, const FrontierEntry *batch, int nb)
+{
+	FrontierEntry *f = so->frontier;
+	int			total = so->fsize + nb;
+	int			keep = Min(total, so->L);
+	int			i = so->fsize - 1;
+	int			j = nb - 1;
+	int			w;
+	int			drop;
+
+	/* what ranks beyond the list falls off, largest first */
+	for (drop = total - keep; drop > 0; drop--)
+	{
+		/* on equal distance the new entry ranks after the old one */
+		if (j >= 0 && (i < 0 || batch[j].dist >= f[i].dist))
+		{
+			evict(so, batch[j].id, batch[j].dist);
+			j--;
+		}
+		else
+		{
+			/* an expanded entry has already produced its result: drop it */
+			if (!f[i].expanded)
+				evict(so, f[i].id, f[i].dist);
+			i--;
+		}
+	}
+	w = keep - 1;
+	while (j >= 0)
+	{
+		if (i >= 0 && f[i].dist > batch[j].dist)
+			f[w--] = f[i--];
+		else
+			f[w--] = batch[j--];
+	}
+	so->fsize = keep;
+	/* w + 1 is where the best new entry went (if any was kept) */
+	if (w + 1 < keep && w + 1 < so->first_unexpanded)
+		so->first_unexpanded = w + 1;
 }
 
 static inline float
@@ -319,7 +371,9 @@ pq_distance(GateannScanOpaque so, uint32 id)
 static void
 frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 {
+	FrontierEntry *batch = so->batch;
 	int			keep = 0;
+	int			nb = 0;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -333,7 +387,25 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 		nbrs[keep++] = nb;
 	}
 	for (i = 0; i < keep; i++)
-		frontier_insert(so, nbrs[i], pq_distance(so, nbrs[i]));
+	{
+		float		dist = pq_distance(so, nbrs[i]);
+		int			j;
+
+		/* a full list's last entry is at least as good: it cannot get in */
+		if (so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist)
+		{
+			evict(so, nbrs[i], dist);
+			continue;
+		}
+		/* insertion sort, stable: equal distances keep their order */
+		for (j = nb++; j > 0 && batch[j - 1].dist > dist; j--)
+			batch[j] = batch[j - 1];
+		batch[j].dist = dist;
+		batch[j].id = nbrs[i];
+		batch[j].expanded = false;
+	}
+	if (nb > 0)
+		frontier_merge(so, batch, nb);
 }
 
 /*
@@ -852,6 +924,8 @@ begin_search(IndexScanDesc scan)
 	/* a neighbor-store row, or a read record's full list */
 	so->rowbuf = palloc(sizeof(uint32) *
 						Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1));
+	so->batch = palloc(sizeof(FrontierEntry) *
+					   Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1));
 
 	visited_test_and_set(so, so->meta.entry_point);
 	frontier_insert(so, so->meta.entry_point, pq_distance(so, so->meta.entry_point));
