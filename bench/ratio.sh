@@ -5,18 +5,22 @@
 # server of PGHOST/PGPORT/PGUSER/PGDATABASE, on a table bench/driver.py
 # loaded and indexed (e.g. after `BENCH_USE_EXISTING=1 bench/run.sh filter`).
 #   bench/ratio.sh TABLE FCOLUMN NVALS L [SECONDS=15] [REPS=3] > out.csv
+# PGBENCH_PROTOCOL=simple (default: parse and plan every query, as the
+# driver's points) or prepared (plan once per connection, as applications
+# with prepared statements do).
 # Prints: rep,mode,clients,tps,latency_ms
 set -euo pipefail
 table=$1 fcolumn=$2 nvals=$3 L=$4 seconds=${5:-15} reps=${6:-3}
 PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
 pgbench="$("$PG_CONFIG" --bindir)/pgbench"
+protocol=${PGBENCH_PROTOCOL:-simple}
 script="$(cd "$(dirname "$0")" && pwd)/pgbench/knn_eq.sql"
 echo "rep,mode,clients,tps,latency_ms"
 for rep in $(seq 1 "$reps"); do
     for mode in gate post; do
         for c in 1 2; do
             out=$(PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$mode -c enable_seqscan=off -c enable_bitmapscan=off" \
-                "$pgbench" -n -M simple -f "$script" -c "$c" -j "$c" -T "$seconds" \
+                "$pgbench" -n -M "$protocol" -f "$script" -c "$c" -j "$c" -T "$seconds" \
                 -D table="$table" -D column=embedding -D qtable="${table}_q" -D nq=1000 \
                 -D k=10 -D fcolumn="$fcolumn" -D nvals="$nvals" 2>&1)
             tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
