@@ -14,15 +14,20 @@ table=$1 fcolumn=$2 nvals=$3 L=$4 seconds=${5:-15} reps=${6:-3}
 PG_CONFIG=${PG_CONFIG:-/usr/bin/pg_config}
 pgbench="$("$PG_CONFIG" --bindir)/pgbench"
 protocol=${PGBENCH_PROTOCOL:-simple}
-script="$(cd "$(dirname "$0")" && pwd)/pgbench/knn_eq.sql"
+# knn_eq.sql with the identifiers written in: with -M prepared, pgbench
+# would turn every :variable, table names included, into a parameter
+script=$(mktemp)
+trap 'rm -f "$script"' EXIT
+sed -e "s/:qtable\b/${table}_q/g" -e "s/:table\b/$table/g" -e "s/:column\b/embedding/g" \
+    -e "s/:fcolumn\b/$fcolumn/g" -e "s/:k\b/10/g" \
+    "$(cd "$(dirname "$0")" && pwd)/pgbench/knn_eq.sql" >"$script"
 echo "rep,mode,clients,tps,latency_ms"
 for rep in $(seq 1 "$reps"); do
     for mode in gate post; do
         for c in 1 2; do
             out=$(PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$mode -c enable_seqscan=off -c enable_bitmapscan=off" \
                 "$pgbench" -n -M "$protocol" -f "$script" -c "$c" -j "$c" -T "$seconds" \
-                -D table="$table" -D column=embedding -D qtable="${table}_q" -D nq=1000 \
-                -D k=10 -D fcolumn="$fcolumn" -D nvals="$nvals" 2>&1)
+                -D nq=1000 -D nvals="$nvals" 2>&1) || { echo "$out" >&2; exit 1; }
             tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
             lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
             echo "$rep,$mode,$c,$tps,$lat"
