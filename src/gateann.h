@@ -275,7 +275,8 @@ typedef struct GateannScanStats
 	int64		compute_us;
 	const char *io_method;
 	bool		io_direct;		/* file reads bypassed the page cache (O_DIRECT) */
-	const char *strategy;		/* "graph" or "prefilter" (none: no search) */
+	const char *strategy;		/* "graph", "prefilter", "graph, then prefilter"
+								 * ("none": no search) */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

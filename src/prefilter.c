@@ -72,7 +72,6 @@ gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 	pf->cands = palloc(sizeof(GateannPrefilterCand) * pf->allocated);
 	pf->ncands = 0;
 	pf->taken = 0;
-	pf->checked = 0;
 
 	for (lo = 0; lo < capacity; lo += Min(PREFILTER_CHUNK, capacity - lo))
 	{
@@ -82,7 +81,6 @@ gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 													lo, hi, ids);
 		int			i;
 
-		pf->checked += hi - lo;
 		if (pf->ncands + n > pf->allocated)
 		{
 			pf->allocated = Max(pf->allocated * 2, pf->ncands + n);

@@ -43,7 +43,6 @@ typedef struct GateannPrefilter
 	int64		ncands;
 	int64		allocated;
 	int64		taken;			/* cands[0..taken-1] were handed out, in order */
-	int64		checked;		/* nodes the in-memory check ran on */
 } GateannPrefilter;
 
 /*

@@ -264,6 +264,13 @@ evict(GateannScanOpaque so, uint32 id, float dist)
 	heap_append(&so->evicted, ev);
 }
 
+/* A full list whose last entry is at least as good has no room for dist */
+static inline bool
+frontier_rejects(GateannScanOpaque so, float dist)
+{
+	return so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist;
+}
+
 /* Insert into the sorted frontier; whatever falls off goes to `evicted`. */
 static void
 frontier_insert(GateannScanOpaque so, uint32 id, float dist)
@@ -271,7 +278,7 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 	int			lo = 0,
 				hi = so->fsize;
 
-	if (so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist)
+	if (frontier_rejects(so, dist))
 	{
 		evict(so, id, dist);
 		return;
@@ -391,8 +398,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 		float		dist = pq_distance(so, nbrs[i]);
 		int			j;
 
-		/* a full list's last entry is at least as good: it cannot get in */
-		if (so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist)
+		if (frontier_rejects(so, dist))
 		{
 			evict(so, nbrs[i], dist);
 			continue;
@@ -796,19 +802,20 @@ graph_misses_matches(GateannScanOpaque so)
 		GATEANN_PREFILTER_COST_RATIO * so->L / Max(rate, 1.0 / walked);
 }
 
-/* Drop the first round's results and pre-filter: see graph_misses_matches */
+/*
+ * Search by pre-filtering from here on: collect the candidates (every
+ * node is checked in memory) and run the first batch.  `strategy` is what
+ * gateann_last_scan() reports.
+ */
 static void
-switch_to_prefilter(IndexScanDesc scan)
+start_prefilter(IndexScanDesc scan, const char *strategy)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 
-	so->results.size = 0;
-	so->evicted.size = 0;
 	so->prefilter = true;
-	so->exhausted = false;
-	gateann_last_scan_stats.strategy = "graph, then prefilter";
+	gateann_last_scan_stats.strategy = strategy;
 	gateann_prefilter_collect(&so->pf, so->filter, so->store, so->table);
-	gateann_last_scan_stats.filter_checks += so->pf.checked;
+	gateann_last_scan_stats.filter_checks += so->store->capacity;
 	gateann_last_scan_stats.pq_distances += so->pf.ncands;
 	if (prefilter_load(so))
 		search_round(scan);
@@ -821,6 +828,7 @@ begin_search(IndexScanDesc scan)
 	Relation	index = scan->indexRelation;
 	ScanKey		orderby;
 	int			dims;
+	int			maxrow;
 
 	so->initialized = true;
 	so->no_results = true;
@@ -905,15 +913,10 @@ begin_search(IndexScanDesc scan)
 	so->no_results = false;
 	so->exhausted = false;
 
-	so->prefilter = choose_prefilter(so);
-	if (so->prefilter)
+	so->prefilter = false;
+	if (choose_prefilter(so))
 	{
-		gateann_last_scan_stats.strategy = "prefilter";
-		gateann_prefilter_collect(&so->pf, so->filter, so->store, so->table);
-		gateann_last_scan_stats.filter_checks += so->pf.checked;
-		gateann_last_scan_stats.pq_distances += so->pf.ncands;
-		if (prefilter_load(so))
-			search_round(scan);
+		start_prefilter(scan, "prefilter");
 		return;
 	}
 
@@ -921,17 +924,22 @@ begin_search(IndexScanDesc scan)
 	/* ids up to the store's capacity: nodes inserted since meta was read */
 	so->visited = palloc_extended(((Size) so->store->capacity + 7) / 8,
 								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	/* a neighbor-store row, or a read record's full list */
-	so->rowbuf = palloc(sizeof(uint32) *
-						Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1));
-	so->batch = palloc(sizeof(FrontierEntry) *
-					   Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1));
+	/* a neighbor-store row, or a read record's full list; and their entries */
+	maxrow = Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1);
+	so->rowbuf = palloc(sizeof(uint32) * maxrow);
+	so->batch = palloc(sizeof(FrontierEntry) * maxrow);
 
 	visited_test_and_set(so, so->meta.entry_point);
 	frontier_insert(so, so->meta.entry_point, pq_distance(so, so->meta.entry_point));
 	search_round(scan);
 	if (graph_misses_matches(so))
-		switch_to_prefilter(scan);
+	{
+		/* drop the round's results (none returned yet) and its leftovers */
+		so->results.size = 0;
+		so->evicted.size = 0;
+		so->exhausted = false;
+		start_prefilter(scan, "graph, then prefilter");
+	}
 }
 
 IndexScanDesc
