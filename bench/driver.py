@@ -151,6 +151,28 @@ PRESETS: dict[str, dict] = {
             },
         },
     },
+    # reads in flight (gateann.io_width) for gate and post at s = 10 %: recall,
+    # reads and QPS per W, so that each mode is compared at its best W
+    "filter_width": {
+        "datasets": [{"n": 1_000_000, "dim": 128}],
+        "workloads": ["label10"],
+        "queries": 100,
+        "clients": [1, 2],
+        "pgbench_seconds": 5,
+        "max_point_seconds": 60,
+        "engines": {
+            "exact": {"queries": 10, "clients": [1], "pgbench_seconds": 3},
+            "gateann": {
+                "index_columns": ["embedding", "label10", "label100", "zipf10",
+                                  "corr_a0", "corr_a100", "price", "tags"],
+                "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
+                                  "alpha": 1.2},
+                "sweep": {"gateann.filter_mode": ["gate", "post"],
+                          "gateann.io_width": [8, 16, 32, 64],
+                          "gateann.search_list_size": [150, 200]},
+            },
+        },
+    },
     # gateann vs pgvector HNSW with iterative scan (hnsw.iterative_scan = relaxed_order),
     # both on the same rows, filters and query vectors; needs a server with pgvector
     # (e.g. the PG18 wheel: PG_CONFIG=build/pg18-venv/.../pginstall/bin/pg_config)

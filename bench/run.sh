@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gateann benchmark suite entry point (make bench-quick / make bench).
-#   bench/run.sh quick|full|smoke|io|filter|pgvector [extra driver.py arguments]
+#   bench/run.sh quick|full|smoke|io|filter|filter_width|pgvector [extra driver.py arguments]
 #   bench/run.sh writes [extra writes.py arguments, e.g. --n 100000]
 #   bench/run.sh mix [extra mix.py arguments, e.g. --minutes 10]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
