@@ -152,7 +152,8 @@ PRESETS: dict[str, dict] = {
         },
     },
     # reads in flight (gateann.io_width) for gate and post at s = 10 %: recall,
-    # reads and QPS per W, so that each mode is compared at its best W
+    # reads and QPS per W, so that each mode is compared at its best W; and
+    # gate's tunnel batch (gateann.tunnel_batch, 1 = GateANN's one at a time)
     "filter_width": {
         "datasets": [{"n": 1_000_000, "dim": 128}],
         "workloads": ["label10"],
@@ -167,9 +168,14 @@ PRESETS: dict[str, dict] = {
                                   "corr_a0", "corr_a100", "price", "tags"],
                 "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
                                   "alpha": 1.2},
-                "sweep": {"gateann.filter_mode": ["gate", "post"],
-                          "gateann.io_width": [8, 16, 32, 64],
-                          "gateann.search_list_size": [150, 200]},
+                "runs": [
+                    {"sweep": {"gateann.filter_mode": ["gate", "post"],
+                               "gateann.io_width": [8, 16, 32, 64],
+                               "gateann.search_list_size": [150, 200]}},
+                    {"sweep": {"gateann.tunnel_batch": [1, 2, 4, 8],
+                               "gateann.io_width": [16, 32],
+                               "gateann.search_list_size": [150, 200]}},
+                ],
             },
         },
     },

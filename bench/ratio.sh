@@ -7,7 +7,9 @@
 #   bench/ratio.sh TABLE FCOLUMN NVALS L [SECONDS=15] [REPS=3] > out.csv
 # PGBENCH_PROTOCOL=simple (default: parse and plan every query, as the
 # driver's points) or prepared (plan once per connection, as applications
-# with prepared statements do).
+# with prepared statements do).  GATE_OPTS / POST_OPTS: more -c settings for
+# one mode only (e.g. each mode at its best gateann.io_width, from the
+# filter_width preset).  The run's settings go to stderr.
 # Prints: rep,mode,clients,tps,latency_ms
 set -euo pipefail
 table=$1 fcolumn=$2 nvals=$3 L=$4 seconds=${5:-15} reps=${6:-3}
@@ -21,11 +23,14 @@ trap 'rm -f "$script"' EXIT
 sed -e "s/:qtable\b/${table}_q/g" -e "s/:table\b/$table/g" -e "s/:column\b/embedding/g" \
     -e "s/:fcolumn\b/$fcolumn/g" -e "s/:k\b/10/g" \
     "$(cd "$(dirname "$0")" && pwd)/pgbench/knn_eq.sql" >"$script"
+echo "L=$L protocol=$protocol GATE_OPTS='${GATE_OPTS:-}' POST_OPTS='${POST_OPTS:-}'" \
+    "/dev/shm: $(grep -m1 ' /dev/shm ' /proc/mounts | cut -d' ' -f4)" >&2
 echo "rep,mode,clients,tps,latency_ms"
 for rep in $(seq 1 "$reps"); do
     for mode in gate post; do
         for c in 1 2; do
-            out=$(PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$mode -c enable_seqscan=off -c enable_bitmapscan=off" \
+            extra=$([ "$mode" = gate ] && echo "${GATE_OPTS:-}" || echo "${POST_OPTS:-}")
+            out=$(PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$mode -c enable_seqscan=off -c enable_bitmapscan=off $extra" \
                 "$pgbench" -n -M "$protocol" -f "$script" -c "$c" -j "$c" -T "$seconds" \
                 -D nq=1000 -D nvals="$nvals" 2>&1) || { echo "$out" >&2; exit 1; }
             tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")

@@ -30,6 +30,7 @@ int			gateann_search_list_size = 100;
 int			gateann_max_scan_tuples = 20000;
 int			gateann_filter_mode = GATEANN_FILTER_MODE_GATE;
 int			gateann_tunnel_neighbors_guc = 0;
+int			gateann_tunnel_batch = 4;
 double		gateann_prefilter_selectivity = 0.02;
 
 static const struct config_enum_entry filter_mode_options[] = {
@@ -93,6 +94,12 @@ _PG_init(void)
 							"At most the index's tunnel_neighbors option are stored.",
 							&gateann_tunnel_neighbors_guc,
 							0, 0, GATEANN_MAX_NEIGHBORS_LIMIT,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gateann.tunnel_batch",
+							"Consecutive failing candidates a gate search crosses in memory together.",
+							"1 crosses one at a time (GateANN's Algorithm 1); more overlap their memory accesses.",
+							&gateann_tunnel_batch,
+							4, 1, GATEANN_TUNNEL_BATCH_MAX,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomRealVariable("gateann.prefilter_selectivity",
 							 "In gate mode, filters estimated to match at most this fraction of the index are answered by pre-filtering.",

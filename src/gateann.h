@@ -250,6 +250,10 @@ extern int	gateann_search_list_size;
 extern int	gateann_max_scan_tuples;
 extern int	gateann_filter_mode;
 extern int	gateann_tunnel_neighbors_guc;
+extern int	gateann_tunnel_batch;
+
+/* Upper bound of gateann.tunnel_batch */
+#define GATEANN_TUNNEL_BATCH_MAX	8
 extern double gateann_prefilter_selectivity;
 
 /* gateann.filter_mode (SPEC §4.4) */

@@ -111,8 +111,12 @@ typedef struct GateannScanOpaqueData
 	bool		filtering;		/* filter has keys */
 	int			filter_mode;	/* gateann.filter_mode of this scan */
 	int			tunnel_neighbors;	/* neighbors used when tunneling */
-	uint32	   *rowbuf;			/* a neighbor-store row or a record's list, copied out */
+	uint32	   *rowbuf;			/* neighbor-store rows of a tunnel run or a
+								 * record's list, copied out */
 	FrontierEntry *batch;		/* as many entries: new neighbors, sorted */
+	int			tunnel_batch;	/* gateann.tunnel_batch of this scan */
+	uint32		known_match;	/* a candidate that passed the check, or
+								 * InvalidNodeId */
 
 	/*
 	 * Speculative pre-filtering (prefilter.h): the frontier holds batches of
@@ -540,22 +544,36 @@ node_may_match(GateannScanOpaque so, uint32 id)
 }
 
 /*
- * Graph tunneling (GateANN §3.3): cross node id in memory.  Its first
- * tunnel_neighbors neighbors from the neighbor store get PQ distances and
- * join the frontier; no read, no exact distance, never a result.
+ * Graph tunneling (GateANN §3.3): cross nodes ids[0..n-1] in memory.  Their
+ * first tunnel_neighbors neighbors from the neighbor store get PQ distances
+ * and join the frontier; no read, no exact distance, never a result.
+ *
+ * Crossing several candidates at once (dispatch takes a run of consecutive
+ * failing ones) overlaps their cache misses -- neighbor-store rows, then
+ * the PQ codes of all their new neighbors -- which one at a time are paid
+ * in series, and merges their neighbors into the frontier in one pass.
  */
 static void
-tunnel(GateannScanOpaque so, uint32 id)
+tunnel_run(GateannScanOpaque so, const uint32 *ids, int n)
 {
 	uint32	   *nbrs = so->rowbuf;
-	int			n;
+	int			total = 0;
+	int			k;
+	int64		before = gateann_last_scan_stats.tunneled;
 
-	n = gateann_store_copy_neighbors(so->store, id, nbrs);
-	frontier_add_neighbors(so, nbrs, Min(n, so->tunnel_neighbors));
-	so->tunneled++;
-	gateann_last_scan_stats.tunneled++;
-	gateann_last_scan_stats.visited++;	/* taken from the frontier, too */
-	if ((gateann_last_scan_stats.tunneled & 1023) == 0)
+	for (k = 1; k < n; k++)
+		gateann_store_prefetch_row(so->store, ids[k]);
+	for (k = 0; k < n; k++)
+	{
+		int			c = gateann_store_copy_neighbors(so->store, ids[k], nbrs + total);
+
+		total += Min(c, so->tunnel_neighbors);
+	}
+	frontier_add_neighbors(so, nbrs, total);
+	so->tunneled += n;
+	gateann_last_scan_stats.tunneled += n;
+	gateann_last_scan_stats.visited += n;	/* taken from the frontier, too */
+	if ((before >> 10) != (gateann_last_scan_stats.tunneled >> 10))
 		CHECK_FOR_INTERRUPTS();
 }
 
@@ -608,18 +626,38 @@ dispatch(GateannScanOpaque so)
 		 * crossed in memory through the neighbor store instead of read.
 		 */
 		if (so->filter_mode == GATEANN_FILTER_MODE_GATE && !so->prefilter &&
-			!node_may_match(so, id))
+			id != so->known_match && !node_may_match(so, id))
 		{
+			uint32		run[GATEANN_TUNNEL_BATCH_MAX];
+			int			n = 0;
+			int			j;
+
 			so->frontier[i].expanded = true;
-			/* likely the next one crossed: its row's cache misses overlap ours */
-			if (i + 1 < so->fsize)
-				gateann_store_prefetch_row(so->store, so->frontier[i + 1].id);
+			run[n++] = id;
+			/* the next best candidates, while they fail too */
+			for (j = i + 1; j < so->fsize && n < so->tunnel_batch; j++)
+			{
+				FrontierEntry *c = &so->frontier[j];
+
+				if (c->expanded)
+					continue;
+				if (node_may_match(so, c->id))
+				{
+					so->known_match = c->id;	/* read it next, unchecked */
+					break;
+				}
+				c->expanded = true;
+				run[n++] = c->id;
+			}
+			/* the candidate after the run is likely crossed next: its row's misses overlap ours */
+			if (j < so->fsize)
+				gateann_store_prefetch_row(so->store, so->frontier[j].id);
 			if (!timing)
 			{
 				INSTR_TIME_SET_CURRENT(tunnel_start);
 				timing = true;
 			}
-			tunnel(so, id);
+			tunnel_run(so, run, n);
 			continue;
 		}
 		tunnel_timer_stop(&timing, &tunnel_start);
@@ -924,10 +962,12 @@ begin_search(IndexScanDesc scan)
 	/* ids up to the store's capacity: nodes inserted since meta was read */
 	so->visited = palloc_extended(((Size) so->store->capacity + 7) / 8,
 								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	/* a neighbor-store row, or a read record's full list; and their entries */
+	/* tunnel_batch neighbor-store rows, or a read record's full list; and their entries */
 	maxrow = Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1);
-	so->rowbuf = palloc(sizeof(uint32) * maxrow);
-	so->batch = palloc(sizeof(FrontierEntry) * maxrow);
+	so->tunnel_batch = gateann_tunnel_batch;
+	so->known_match = InvalidNodeId;
+	so->rowbuf = palloc(sizeof(uint32) * maxrow * so->tunnel_batch);
+	so->batch = palloc(sizeof(FrontierEntry) * maxrow * so->tunnel_batch);
 
 	visited_test_and_set(so, so->meta.entry_point);
 	frontier_insert(so, so->meta.entry_point, pq_distance(so, so->meta.entry_point));
