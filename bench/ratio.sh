@@ -25,22 +25,24 @@ sed -e "s/:qtable\b/${table}_q/g" -e "s/:table\b/$table/g" -e "s/:column\b/embed
     "$(cd "$(dirname "$0")" && pwd)/pgbench/knn_eq.sql" >"$script"
 echo "L=$L protocol=$protocol GATE_OPTS='${GATE_OPTS:-}' POST_OPTS='${POST_OPTS:-}'" \
     "/dev/shm: $(grep ' /dev/shm ' /proc/mounts | tail -1 | cut -d' ' -f4)" >&2
+# run_pgbench MODE CLIENTS SECONDS: pgbench's output
+run_pgbench() {
+    local extra
+    extra=$([ "$1" = gate ] && echo "${GATE_OPTS:-}" || echo "${POST_OPTS:-}")
+    PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$1 -c enable_seqscan=off -c enable_bitmapscan=off $extra" \
+        "$pgbench" -n -M "$protocol" -f "$script" -c "$2" -j "$2" -T "$3" \
+        -D nq=1000 -D nvals="$nvals" 2>&1
+}
 # an untimed window per mode first: after a restart the heap's pages are
 # not in shared buffers yet, and the first window would pay for that
 for mode in gate post; do
-    extra=$([ "$mode" = gate ] && echo "${GATE_OPTS:-}" || echo "${POST_OPTS:-}")
-    PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$mode -c enable_seqscan=off -c enable_bitmapscan=off $extra" \
-        "$pgbench" -n -M "$protocol" -f "$script" -c 1 -j 1 -T 5 -D nq=1000 -D nvals="$nvals" >/dev/null 2>&1 ||
-        { echo "warm-up pgbench failed" >&2; exit 1; }
+    out=$(run_pgbench "$mode" 1 5) || { echo "$out" >&2; exit 1; }
 done
 echo "rep,mode,clients,tps,latency_ms"
 for rep in $(seq 1 "$reps"); do
     for mode in gate post; do
         for c in 1 2; do
-            extra=$([ "$mode" = gate ] && echo "${GATE_OPTS:-}" || echo "${POST_OPTS:-}")
-            out=$(PGOPTIONS="-c gateann.search_list_size=$L -c gateann.filter_mode=$mode -c enable_seqscan=off -c enable_bitmapscan=off $extra" \
-                "$pgbench" -n -M "$protocol" -f "$script" -c "$c" -j "$c" -T "$seconds" \
-                -D nq=1000 -D nvals="$nvals" 2>&1) || { echo "$out" >&2; exit 1; }
+            out=$(run_pgbench "$mode" "$c" "$seconds") || { echo "$out" >&2; exit 1; }
             tps=$(sed -n 's/^tps = \([0-9.]*\).*/\1/p' <<<"$out")
             lat=$(sed -n 's/^latency average = \([0-9.]*\) ms/\1/p' <<<"$out")
             echo "$rep,$mode,$c,$tps,$lat"
