@@ -42,6 +42,14 @@ K = 10
 ALL_FILTER_COLUMNS = ["label10", "label100", "zipf10", "corr_a0", "corr_a50", "corr_a100",
                       "price", "ts", "tags"]
 
+# The index of the `filter` preset; `filter_width` searches the same one
+# (--reuse-index), so both must name the same columns and options.
+FILTER_INDEX = {
+    "index_columns": ["embedding", "label10", "label100", "zipf10",
+                      "corr_a0", "corr_a100", "price", "tags"],
+    "index_options": {"max_neighbors": 64, "build_search_list_size": 128, "alpha": 1.2},
+}
+
 PRESETS: dict[str, dict] = {
     # make bench-quick: <= 5 minutes including the build of the extension
     "quick": {
@@ -131,10 +139,7 @@ PRESETS: dict[str, dict] = {
         "engines": {
             "exact": {"queries": 10, "clients": [1], "pgbench_seconds": 3},
             "gateann": {
-                "index_columns": ["embedding", "label10", "label100", "zipf10",
-                                  "corr_a0", "corr_a100", "price", "tags"],
-                "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
-                                  "alpha": 1.2},
+                **FILTER_INDEX,
                 "runs": [
                     {"sweep": {"gateann.filter_mode": ["gate"],
                                "gateann.search_list_size": [20, 50, 100, 200, 400]}},
@@ -164,10 +169,7 @@ PRESETS: dict[str, dict] = {
         "engines": {
             "exact": {"queries": 10, "clients": [1], "pgbench_seconds": 3},
             "gateann": {
-                "index_columns": ["embedding", "label10", "label100", "zipf10",
-                                  "corr_a0", "corr_a100", "price", "tags"],
-                "index_options": {"max_neighbors": 64, "build_search_list_size": 128,
-                                  "alpha": 1.2},
+                **FILTER_INDEX,
                 "runs": [
                     {"sweep": {"gateann.filter_mode": ["gate", "post"],
                                "gateann.io_width": [8, 16, 32, 64],

@@ -275,52 +275,12 @@ frontier_rejects(GateannScanOpaque so, float dist)
 	return so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist;
 }
 
-/* Insert into the sorted frontier; whatever falls off goes to `evicted`. */
-static void
-frontier_insert(GateannScanOpaque so, uint32 id, float dist)
-{
-	int			lo = 0,
-				hi = so->fsize;
-
-	if (frontier_rejects(so, dist))
-	{
-		evict(so, id, dist);
-		return;
-	}
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (so->frontier[mid].dist <= dist)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (so->fsize == so->L)
-	{
-		FrontierEntry *last = &so->frontier[so->fsize - 1];
-
-		/* an expanded entry has already produced its result: just drop it */
-		if (!last->expanded)
-			evict(so, last->id, last->dist);
-		so->fsize--;
-	}
-	memmove(&so->frontier[lo + 1], &so->frontier[lo],
-			sizeof(FrontierEntry) * (so->fsize - lo));
-	so->frontier[lo].dist = dist;
-	so->frontier[lo].id = id;
-	so->frontier[lo].expanded = false;
-	so->fsize++;
-	if (lo < so->first_unexpanded)
-		so->first_unexpanded = lo;
-}
-
 /*
  * Insert batch[0..nb-1] (sorted by distance; equal ones in the order they
- * came) into the frontier in one backward merge: the result is what
- * inserting them one by one with frontier_insert gives (an entry goes
- * after those of equal distance already there), for one pass over the
- * tail instead of one memmove per entry.
+ * came) into the sorted frontier in one backward merge: the result is what
+ * inserting them one by one would give (an entry goes after those of equal
+ * distance already there), for one pass over the tail instead of one
+ * memmove per entry.  Whatever falls off the list goes to `evicted`.
  */
 static void
 frontier_merge(GateannScanOpaque so, const FrontierEntry *batch, int nb)
@@ -364,6 +324,18 @@ frontier_merge(GateannScanOpaque so, const FrontierEntry *batch, int nb)
 		so->first_unexpanded = w + 1;
 }
 
+/* Insert one candidate into the sorted frontier */
+static void
+frontier_insert(GateannScanOpaque so, uint32 id, float dist)
+{
+	FrontierEntry e;
+
+	e.dist = dist;
+	e.id = id;
+	e.expanded = false;
+	frontier_merge(so, &e, 1);
+}
+
 static inline float
 pq_distance(GateannScanOpaque so, uint32 id)
 {
@@ -384,7 +356,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 {
 	FrontierEntry *batch = so->batch;
 	int			keep = 0;
-	int			nb = 0;
+	int			nbatch = 0;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -408,14 +380,14 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 			continue;
 		}
 		/* insertion sort, stable: equal distances keep their order */
-		for (j = nb++; j > 0 && batch[j - 1].dist > dist; j--)
+		for (j = nbatch++; j > 0 && batch[j - 1].dist > dist; j--)
 			batch[j] = batch[j - 1];
 		batch[j].dist = dist;
 		batch[j].id = nbrs[i];
 		batch[j].expanded = false;
 	}
-	if (nb > 0)
-		frontier_merge(so, batch, nb);
+	if (nbatch > 0)
+		frontier_merge(so, batch, nbatch);
 }
 
 /*
