@@ -42,9 +42,10 @@ END $$;
 SELECT tc_recall('gate') >= tc_recall('post') - 0.02 AS gate_keeps_up,
        tc_recall('post') >= 0.5 AS post_sane;
 -- crossing runs of failing candidates together (gateann.tunnel_batch) is
--- another order of the same best-first search.  Here (4 tunnel neighbors,
--- L = 100) it costs a little recall: 0.875 with 2, 4 or 8 against 0.900 one
--- at a time (at L = 200: 0.99 against 0.975); a run that skipped or lost
+-- another order of the same best-first search, which can cost or gain a
+-- little recall.  Here (4 tunnel neighbors, L = 100) it gave 0.855 / 0.855 /
+-- 0.93 with 2 / 4 / 8 against 0.825 one at a time; built with
+-- locality_order = off, 0.875 against 0.900.  A run that skipped or lost
 -- candidates would fall far below
 SELECT tc_recall('gate', 4) >= tc_recall('gate', 1) - 0.05 AS batch4_keeps_up,
        tc_recall('gate', 8) >= tc_recall('gate', 1) - 0.05 AS batch8_keeps_up,

@@ -4,7 +4,9 @@
  * 1. Scan the heap, collecting every non-NULL vector (validated, normalised
  *    for cosine), its heap TID and a serialised copy of its filter columns,
  *    all accounted against maintenance_work_mem.
- * 2. Train the PQ codebook on a deterministic sample and encode every vector.
+ * 2. Train the PQ codebook on a deterministic sample; renumber the nodes
+ *    cluster by cluster (order.c), so that a search finds what it touches
+ *    in the in-memory stores close together; encode every vector.
  * 3. Build the Vamana graph in memory (graph.c).
  * 4. Write metapage, codebook pages and node pages through the buffer
  *    manager, then WAL-log them all as full page images (log_newpage_range),
@@ -18,6 +20,7 @@
 #include "distance.h"
 #include "filter.h"
 #include "graph.h"
+#include "order.h"
 #include "parallel.h"
 #include "page.h"
 #include "pq.h"
@@ -50,9 +53,12 @@ typedef struct BuildState
 	float	   *vectors;		/* capacity * dims */
 	ItemPointerData *tids;
 	GateannFilterArena arena;	/* serialised filter values per node */
+	uint32	   *arena_id;		/* node id -> its arena entry (heap scan
+								 * order); NULL: the same */
 	int			max_neighbors;
 	int			pq_option;		/* pq_subspaces reloption (0 = automatic) */
 	int			pq_m;			/* subspaces, once dims is known */
+	bool		locality_order; /* renumber the nodes (order.c) */
 
 	Size		per_node_graph_bytes;	/* estimate, for the memory check */
 	Size		memory_limit;
@@ -74,6 +80,12 @@ check_memory(BuildState *bs, uint32 n_needed)
 	need += gateann_pq_train_scratch_bytes((int) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE),
 										   bs->dims, bs->pq_m);
 	need += (Size) n_needed * bs->pq_m;
+	/* locality order: the node -> arena entry map, clustering scratch */
+	if (bs->locality_order && n_needed >= GATEANN_ORDER_MIN_NODES)
+		need += (Size) n_needed * sizeof(uint32) +
+			gateann_locality_order_scratch_bytes(n_needed,
+												 (int) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE),
+												 bs->dims);
 	if (need > bs->memory_limit)
 	{
 		double		est_rows = Max(bs->index->rd_rel->reltuples, (double) n_needed);
@@ -314,7 +326,8 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
 		nbrs[i] = InvalidNodeId;
 	memcpy(GateannRecordPQCode(meta, rec), codes + (Size) id * meta->pq_subspaces,
 		   meta->pq_subspaces);
-	gateann_filter_write_record(meta, &bs->arena, id, GateannRecordFilter(meta, rec));
+	gateann_filter_write_record(meta, &bs->arena, bs->arena_id ? bs->arena_id[id] : id,
+								GateannRecordFilter(meta, rec));
 }
 
 /* Append one page to the fork; block numbers must follow in order. */
@@ -447,6 +460,40 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 }
 
 /*
+ * Renumber the nodes in locality order (order.c): the vectors and heap TIDs
+ * move to their new ids, and bs->arena_id keeps where each node's filter
+ * values are, so everything built after this (codes, graph, records) uses
+ * the new ids.
+ */
+static void
+renumber_nodes(BuildState *bs, const float *sample, int nsample)
+{
+	uint32	   *order = palloc_extended(sizeof(uint32) * (Size) bs->n, MCXT_ALLOC_HUGE);
+	void	   *scratch;
+	uint8	   *done;
+	char	   *tmp;
+
+	scratch = palloc_extended(gateann_locality_order_scratch_bytes(bs->n, nsample, bs->dims),
+							  MCXT_ALLOC_HUGE);
+	gateann_locality_order(bs->vectors, bs->n, bs->dims, sample, nsample,
+						   GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS, order,
+						   scratch, train_interrupts);
+	pfree(scratch);
+
+	done = palloc_extended(((Size) bs->n + 7) / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	tmp = palloc(sizeof(float) * bs->dims);
+	gateann_permute_rows((char *) bs->vectors, sizeof(float) * bs->dims, bs->n, order,
+						 done, tmp);
+	CHECK_FOR_INTERRUPTS();
+	memset(done, 0, ((Size) bs->n + 7) / 8);
+	gateann_permute_rows((char *) bs->tids, sizeof(ItemPointerData), bs->n, order,
+						 done, tmp);
+	pfree(done);
+	pfree(tmp);
+	bs->arena_id = order;
+}
+
+/*
  * Build the graph with parallel workers when max_parallel_maintenance_workers
  * allows, the index is big enough to be worth it, and the shared copy of the
  * vectors still fits in maintenance_work_mem.  False: build serially.
@@ -531,6 +578,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	gateann_vector_reader_init(&bs.reader, index);
 	bs.max_neighbors = opts->max_neighbors;
 	bs.pq_option = opts->pq_subspaces;
+	bs.locality_order = opts->locality_order;
 	bs.filters = gateann_filter_layout_create(index);
 	gateann_filter_arena_init(&bs.arena, bs.filters);
 	bs.memory_limit = (Size) maintenance_work_mem * 1024;
@@ -596,6 +644,12 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		meta.pq_trained_rows = (uint32) nsample;
 		meta.pq_retrain_at = gateann_pq_next_retrain((uint32) nsample);
 		pfree(scratch);
+
+		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES)
+		{
+			report_phase(GATEANN_PHASE_ORDER, bs.n);
+			renumber_nodes(&bs, sample, nsample);
+		}
 		pfree(sample);
 
 		report_phase(GATEANN_PHASE_ENCODE, bs.n);

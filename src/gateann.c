@@ -70,6 +70,9 @@ _PG_init(void)
 					  "Neighbors per node kept in the in-memory neighbor store (R_max)",
 					  GATEANN_DEFAULT_TUNNEL_NEIGHBORS, 1, GATEANN_MAX_NEIGHBORS_LIMIT,
 					  ShareUpdateExclusiveLock);
+	add_bool_reloption(gateann_relopt_kind, "locality_order",
+					   "Number nodes cluster by cluster at build time, so that searches read the in-memory stores with locality",
+					   true, AccessExclusiveLock);
 
 	DefineCustomIntVariable("gateann.search_list_size",
 							"Candidate list size L of a gateann search.",
@@ -123,6 +126,7 @@ gateann_options(Datum reloptions, bool validate)
 		{"alpha", RELOPT_TYPE_REAL, offsetof(GateannOptions, alpha)},
 		{"pq_subspaces", RELOPT_TYPE_INT, offsetof(GateannOptions, pq_subspaces)},
 		{"tunnel_neighbors", RELOPT_TYPE_INT, offsetof(GateannOptions, tunnel_neighbors)},
+		{"locality_order", RELOPT_TYPE_BOOL, offsetof(GateannOptions, locality_order)},
 	};
 
 	return (bytea *) build_reloptions(reloptions, validate, gateann_relopt_kind,
@@ -142,6 +146,7 @@ gateann_get_options(Relation index)
 		opts->alpha = GATEANN_DEFAULT_ALPHA;
 		opts->pq_subspaces = 0;
 		opts->tunnel_neighbors = GATEANN_DEFAULT_TUNNEL_NEIGHBORS;
+		opts->locality_order = true;
 	}
 	return opts;
 }
@@ -216,6 +221,8 @@ gateann_buildphasename(int64 phasenum)
 			return "scanning table";
 		case GATEANN_PHASE_TRAIN:
 			return "training PQ codebook";
+		case GATEANN_PHASE_ORDER:
+			return "ordering nodes by cluster";
 		case GATEANN_PHASE_ENCODE:
 			return "encoding PQ codes";
 		case GATEANN_PHASE_GRAPH_PASS1:

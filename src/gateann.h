@@ -230,6 +230,7 @@ typedef struct GateannOptions
 	double		alpha;
 	int			pq_subspaces;	/* 0 = automatic */
 	int			tunnel_neighbors;
+	bool		locality_order; /* number nodes cluster by cluster (order.c) */
 } GateannOptions;
 
 #define GATEANN_DEFAULT_MAX_NEIGHBORS		64
@@ -244,6 +245,7 @@ typedef struct GateannOptions
 #define GATEANN_PHASE_GRAPH_PASS1	5
 #define GATEANN_PHASE_GRAPH_PASS2	6
 #define GATEANN_PHASE_WRITE			7
+#define GATEANN_PHASE_ORDER			8	/* between TRAIN and ENCODE */
 
 /* GUCs (gateann.c) */
 extern int	gateann_search_list_size;

@@ -90,21 +90,24 @@ align_up(size_t x)
 	return (x + SCRATCH_ALIGN - 1) & ~((size_t) SCRATCH_ALIGN - 1);
 }
 
+/*
+ * slice_w: floats per row of the contiguous copy a subspace is trained on
+ * (0: train on the caller's rows in place); w: the widest row trained on.
+ */
 static void
-pq_scratch_layout(int n, int dims, int m, PQScratchLayout *l)
+pq_scratch_layout(int n, size_t slice_w, size_t w, PQScratchLayout *l)
 {
 	size_t		nn = n > 0 ? (size_t) n : 0;
-	size_t		wmax = (m > 0 && dims > 0) ? (size_t) ((dims + m - 1) / m) : 1;
 	size_t		off = 0;
 
 	l->slice = off;
-	off = align_up(off + nn * wmax * sizeof(float));
+	off = align_up(off + nn * slice_w * sizeof(float));
 	l->assign = off;
 	off = align_up(off + nn * sizeof(int));
 	l->dist = off;
 	off = align_up(off + nn * sizeof(float));
 	l->sums = off;
-	off = align_up(off + PQ_K * wmax * sizeof(double));
+	off = align_up(off + PQ_K * w * sizeof(double));
 	l->counts = off;
 	off = align_up(off + PQ_K * sizeof(int));
 	l->chosen = off;
@@ -112,12 +115,20 @@ pq_scratch_layout(int n, int dims, int m, PQScratchLayout *l)
 	l->total = off;
 }
 
+/* the widest subspace of dims split into m */
+static size_t
+pq_widest_subspace(int dims, int m)
+{
+	return (m > 0 && dims > 0) ? (size_t) ((dims + m - 1) / m) : 1;
+}
+
 size_t
 gateann_pq_train_scratch_bytes(int n, int dims, int m)
 {
 	PQScratchLayout l;
+	size_t		wmax = pq_widest_subspace(dims, m);
 
-	pq_scratch_layout(n, dims, m, &l);
+	pq_scratch_layout(n, wmax, wmax, &l);
 	/* slack so the caller's pointer need not be aligned */
 	return l.total + SCRATCH_ALIGN;
 }
@@ -279,12 +290,14 @@ gateann_pq_train(GateannPQ *pq, const float *sample, int n,
 	int		   *counts;
 	int		   *chosen;
 	int			s;
+	size_t		wmax;
 
 	memset(pq->centroids, 0, gateann_pq_codebook_bytes(dims));
 	if (n <= 0 || dims <= 0 || m <= 0)
 		return;
 
-	pq_scratch_layout(n, dims, m, &l);
+	wmax = pq_widest_subspace(dims, m);
+	pq_scratch_layout(n, wmax, wmax, &l);
 	base = (char *) align_up((size_t) (uintptr_t) scratch);
 	X = (float *) (base + l.slice);
 	assign = (int *) (base + l.assign);
@@ -323,6 +336,31 @@ gateann_pq_train(GateannPQ *pq, const float *sample, int n,
 		pq_train_subspace(C, X, n, w, &rng, iterations, assign, dist, sums,
 						  counts, chosen, check_interrupts);
 	}
+}
+
+size_t
+gateann_kmeans_scratch_bytes(int n, int w)
+{
+	PQScratchLayout l;
+
+	pq_scratch_layout(n, 0, (size_t) w, &l);
+	return l.total + SCRATCH_ALIGN;
+}
+
+void
+gateann_kmeans(float *C, const float *X, int n, int w, uint64_t seed,
+			   int iterations, void *scratch, void (*check_interrupts) (void))
+{
+	PQScratchLayout l;
+	char	   *base;
+	uint64_t	rng = seed;
+
+	pq_scratch_layout(n, 0, (size_t) w, &l);
+	base = (char *) align_up((size_t) (uintptr_t) scratch);
+	pq_train_subspace(C, X, n, w, &rng, iterations,
+					  (int *) (base + l.assign), (float *) (base + l.dist),
+					  (double *) (base + l.sums), (int *) (base + l.counts),
+					  (int *) (base + l.chosen), check_interrupts);
 }
 
 /* ----------------------------------------------------------------

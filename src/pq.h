@@ -77,6 +77,16 @@ extern void gateann_pq_train(GateannPQ *pq, const float *sample, int n,
 							 uint64_t seed, int iterations, void *scratch,
 							 void (*check_interrupts) (void));
 
+/*
+ * The same k-means over whole rows: C (caller-allocated, 256 * w floats)
+ * receives 256 centroids of the n >= 256 rows of w floats in X.  Used to
+ * cluster full vectors (order.c).  Scratch: gateann_kmeans_scratch_bytes.
+ */
+extern size_t gateann_kmeans_scratch_bytes(int n, int w);
+extern void gateann_kmeans(float *C, const float *X, int n, int w, uint64_t seed,
+						   int iterations, void *scratch,
+						   void (*check_interrupts) (void));
+
 /* Encode one vector into m bytes (nearest centroid per subspace, L2). */
 extern void gateann_pq_encode(const GateannPQ *pq, const float *vec, uint8_t *code);
 

@@ -78,6 +78,7 @@ trng_fill(TestRng *r, float *v, size_t n, float scale)
 
 extern void run_distance_tests(void);
 extern void run_pq_tests(void);
+extern void run_order_tests(void);
 extern void run_repair_tests(void);
 extern void run_topk_tests(void);
 

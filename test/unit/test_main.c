@@ -24,6 +24,7 @@ main(void)
 	run_pq_tests();
 	unsetenv("GATEANN_FORCE_SCALAR");
 	gateann_distance_init();
+	run_order_tests();
 	run_repair_tests();
 	run_topk_tests();
 	printf("%d passed, %d failed\n", tests_passed, tests_failed);

@@ -1,0 +1,241 @@
+/*
+ * order.c — number the nodes of a new index cluster by cluster.
+ *
+ * A search reaches the in-memory stores at the ids of the nodes it crosses:
+ * the PQ code of every new neighbor, the neighbor-store row and filter codes
+ * of every node it tunnels through.  If ids follow the heap, those are
+ * random accesses over arrays of many megabytes, each on a page of its own:
+ * a TLB miss (in a virtual machine, a two-level page walk) and then a cache
+ * miss, and the few page walkers a core has put them in series.  Yet the
+ * nodes one query crosses lie near each other in vector space.  Numbering
+ * the nodes by k-means cluster puts them near each other in the arrays too,
+ * so a query's accesses stay within the few pages of the clusters it passes
+ * through; node records are written in the same order, so graph neighbors
+ * also tend to share node pages.
+ *
+ * Two levels of 256 clusters (pq.c's k-means, on whole vectors): at a
+ * million nodes, groups of about 15 nodes, whose PQ codes share a few cache
+ * lines, within first-level clusters whose codes span about 16 pages.  One
+ * level only left a query's tunneling with about a third more memory stall
+ * than two (1M x 128, by hand).
+ */
+#include "order.h"
+#include "distance.h"
+#include "pq.h"
+
+#include <string.h>
+
+#define ORDER_CLUSTERS GATEANN_PQ_CENTROIDS
+#define ORDER_ALIGN 64
+
+/* a first-level group this large is split again (second level) */
+#define ORDER_SPLIT_MIN		(2 * ORDER_CLUSTERS)
+/* rows a second-level k-means trains on, at most */
+#define ORDER_SPLIT_SAMPLE	(32 * ORDER_CLUSTERS)
+#define ORDER_SPLIT_ITERATIONS	6
+
+typedef struct OrderScratch
+{
+	float	   *centroids;		/* 256 * dims */
+	float	   *rows;			/* ORDER_SPLIT_SAMPLE * dims: a group's sample */
+	uint8_t    *label;			/* n: nearest centroid */
+	uint32_t   *tmp;			/* n */
+	void	   *kmeans;			/* gateann_kmeans scratch */
+	size_t		total;
+} OrderScratch;
+
+static size_t
+align_up(size_t x)
+{
+	return (x + ORDER_ALIGN - 1) & ~((size_t) ORDER_ALIGN - 1);
+}
+
+static void
+order_scratch_layout(char *base, uint32_t n, int nsample, int dims, OrderScratch *l)
+{
+	size_t		off = 0;
+	int			ktrain = nsample > ORDER_SPLIT_SAMPLE ? nsample : ORDER_SPLIT_SAMPLE;
+
+	l->centroids = (float *) (base + off);
+	off = align_up(off + (size_t) ORDER_CLUSTERS * dims * sizeof(float));
+	l->rows = (float *) (base + off);
+	off = align_up(off + (size_t) ORDER_SPLIT_SAMPLE * dims * sizeof(float));
+	l->label = (uint8_t *) (base + off);
+	off = align_up(off + n);
+	l->tmp = (uint32_t *) (base + off);
+	off = align_up(off + (size_t) n * sizeof(uint32_t));
+	l->kmeans = base + off;
+	off += gateann_kmeans_scratch_bytes(ktrain, dims);
+	l->total = off;
+}
+
+size_t
+gateann_locality_order_scratch_bytes(uint32_t n, int nsample, int dims)
+{
+	OrderScratch l;
+
+	order_scratch_layout(NULL, n, nsample, dims, &l);
+	return ORDER_ALIGN + l.total;
+}
+
+/*
+ * The order the 256 groups are laid out in: a greedy nearest-neighbor chain
+ * through the centroids (from centroid 0, always on to the nearest one not
+ * yet placed), so that neighboring groups are near each other in space and
+ * a query crossing from one group into the next stays in nearby memory.
+ * rank[c] receives group c's position.
+ */
+static void
+chain_centroids(const float *centroids, int dims, uint8_t rank[ORDER_CLUSTERS])
+{
+	uint8_t		placed[ORDER_CLUSTERS];
+	int			cur = 0;
+	int			pos;
+
+	memset(placed, 0, sizeof(placed));
+	for (pos = 0; pos < ORDER_CLUSTERS; pos++)
+	{
+		int			next = -1;
+		float		best = 0.0f;
+		int			c;
+
+		rank[cur] = (uint8_t) pos;
+		placed[cur] = 1;
+		for (c = 0; c < ORDER_CLUSTERS; c++)
+		{
+			float		d;
+
+			if (placed[c])
+				continue;
+			d = gateann_l2sq(centroids + (size_t) cur * dims, centroids + (size_t) c * dims, dims);
+			if (next < 0 || d < best)
+			{
+				next = c;
+				best = d;
+			}
+		}
+		if (next < 0)
+			break;
+		cur = next;
+	}
+}
+
+/*
+ * Label ids[0..n) with the nearest of the 256 centroids and group them by
+ * label, stably (counting sort), groups in chain_centroids' order; start[g]
+ * receives where the g-th group begins.
+ */
+static void
+group_by_nearest(const float *vectors, int dims, const float *centroids,
+				 uint32_t *ids, uint32_t n, uint8_t *label, uint32_t *tmp,
+				 uint32_t start[ORDER_CLUSTERS + 1], void (*check_interrupts) (void))
+{
+	uint8_t		rank[ORDER_CLUSTERS];
+	uint32_t	next = 0;
+	uint32_t	i;
+	int			c;
+
+	chain_centroids(centroids, dims, rank);
+	memset(start, 0, sizeof(uint32_t) * (ORDER_CLUSTERS + 1));
+	for (i = 0; i < n; i++)
+	{
+		label[i] = rank[gateann_pq_nearest(centroids, vectors + (size_t) ids[i] * dims,
+										   dims, NULL)];
+		start[label[i]]++;
+		if (check_interrupts && (i & 4095) == 4095)
+			check_interrupts();
+	}
+	for (c = 0; c < ORDER_CLUSTERS; c++)
+	{
+		uint32_t	size = start[c];
+
+		start[c] = next;
+		next += size;
+	}
+	start[ORDER_CLUSTERS] = n;
+	for (i = 0; i < n; i++)
+		tmp[start[label[i]]++] = ids[i];
+	/* the loop above advanced start[c] to the end of group c */
+	for (c = ORDER_CLUSTERS; c > 0; c--)
+		start[c] = start[c - 1];
+	start[0] = 0;
+	memcpy(ids, tmp, sizeof(uint32_t) * n);
+}
+
+void
+gateann_locality_order(const float *vectors, uint32_t n, int dims,
+					   const float *sample, int nsample,
+					   uint64_t seed, int iterations,
+					   uint32_t *order, void *scratch,
+					   void (*check_interrupts) (void))
+{
+	OrderScratch l;
+	uint32_t	top[ORDER_CLUSTERS + 1];
+	uint32_t	sub[ORDER_CLUSTERS + 1];
+	uint32_t	i;
+	int			g;
+
+	order_scratch_layout((char *) align_up((size_t) (uintptr_t) scratch), n, nsample, dims, &l);
+	for (i = 0; i < n; i++)
+		order[i] = i;
+
+	/* first level: 256 clusters of the whole set */
+	gateann_kmeans(l.centroids, sample, nsample, dims, seed, iterations, l.kmeans,
+				   check_interrupts);
+	group_by_nearest(vectors, dims, l.centroids, order, n, l.label, l.tmp, top,
+					 check_interrupts);
+
+	/*
+	 * Second level: a large group (about 4,000 nodes per group at a million)
+	 * is still many pages of every store; split it into up to 256 again, on
+	 * a sample of its own rows spread over it.
+	 */
+	for (g = 0; g < ORDER_CLUSTERS; g++)
+	{
+		uint32_t	size = top[g + 1] - top[g];
+		uint32_t   *ids = order + top[g];
+		int			ns = size < ORDER_SPLIT_SAMPLE ? (int) size : ORDER_SPLIT_SAMPLE;
+		int			j;
+
+		if (size < ORDER_SPLIT_MIN)
+			continue;
+		for (j = 0; j < ns; j++)
+			memcpy(l.rows + (size_t) j * dims,
+				   vectors + (size_t) ids[(uint64_t) j * size / ns] * dims,
+				   sizeof(float) * dims);
+		gateann_kmeans(l.centroids, l.rows, ns, dims,
+					   seed ^ ((uint64_t) (g + 1) * UINT64_C(0x9E3779B97F4A7C15)),
+					   ORDER_SPLIT_ITERATIONS, l.kmeans, check_interrupts);
+		group_by_nearest(vectors, dims, l.centroids, ids, size, l.label, l.tmp, sub,
+						 check_interrupts);
+	}
+}
+
+void
+gateann_permute_rows(char *rows, size_t row_bytes, uint32_t n,
+					 const uint32_t *order, uint8_t *done, char *tmp)
+{
+	uint32_t	i;
+
+	/* follow each cycle of the permutation once, holding its first row aside */
+	for (i = 0; i < n; i++)
+	{
+		uint32_t	j = i;
+
+		if (done[i >> 3] & (1 << (i & 7)))
+			continue;
+		memcpy(tmp, rows + (size_t) i * row_bytes, row_bytes);
+		for (;;)
+		{
+			uint32_t	from = order[j];
+
+			done[j >> 3] |= (uint8_t) (1 << (j & 7));
+			if (from == i)
+				break;
+			memcpy(rows + (size_t) j * row_bytes, rows + (size_t) from * row_bytes,
+				   row_bytes);
+			j = from;
+		}
+		memcpy(rows + (size_t) j * row_bytes, tmp, row_bytes);
+	}
+}

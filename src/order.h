@@ -1,0 +1,44 @@
+/*
+ * order.h — the locality order of node ids, chosen when an index is built.
+ *
+ * Plain C (no PostgreSQL headers) and no allocation, like pq.h, so that the
+ * unit tests can link it: callers pass every buffer.
+ */
+#ifndef GATEANN_ORDER_H
+#define GATEANN_ORDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Below this many nodes the in-memory stores fit in the CPU caches, and
+ * node ids keep the order the heap scan met the rows in.
+ */
+#define GATEANN_ORDER_MIN_NODES		1024
+
+/* Scratch bytes of gateann_locality_order for n nodes, nsample of them sampled. */
+extern size_t gateann_locality_order_scratch_bytes(uint32_t n, int nsample, int dims);
+
+/*
+ * Choose the order in which n vectors (rows of dims floats) are numbered:
+ * order[new id] = old id.  The vectors are grouped by their nearest of 256
+ * k-means centroids trained on sample (nsample >= 256 rows of dims floats,
+ * seed and iterations as gateann_kmeans), and a group of 512 or more again
+ * by 256 centroids of its own; within a group, old ids keep their order.
+ * Deterministic.  check_interrupts as in pq.h.
+ */
+extern void gateann_locality_order(const float *vectors, uint32_t n, int dims,
+								   const float *sample, int nsample,
+								   uint64_t seed, int iterations,
+								   uint32_t *order, void *scratch,
+								   void (*check_interrupts) (void));
+
+/*
+ * Rearrange n rows of row_bytes each in place so that row i then holds what
+ * row order[i] held (order a permutation of 0..n-1).  done: (n + 7) / 8
+ * zeroed bytes; tmp: row_bytes.
+ */
+extern void gateann_permute_rows(char *rows, size_t row_bytes, uint32_t n,
+								 const uint32_t *order, uint8_t *done, char *tmp);
+
+#endif							/* GATEANN_ORDER_H */

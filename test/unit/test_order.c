@@ -1,0 +1,197 @@
+/*
+ * test_order.c — the locality order of node ids (src/order.c): in-place row
+ * permutation, and the cluster-by-cluster numbering itself.
+ */
+#include "test_common.h"
+#include "distance.h"
+#include "order.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* row i after gateann_permute_rows must be the old row order[i] */
+static void
+check_permutation(const uint32_t *order, uint32_t n, const char *what)
+{
+	const size_t rb = 3 * sizeof(uint32_t);
+	uint32_t   *rows = malloc(rb * n);
+	uint8_t    *done = calloc((n + 7) / 8, 1);
+	char		tmp[3 * sizeof(uint32_t)];
+	uint32_t	i;
+
+	for (i = 0; i < n; i++)
+	{
+		rows[3 * i] = i;
+		rows[3 * i + 1] = i * 7u + 1;
+		rows[3 * i + 2] = ~i;
+	}
+	gateann_permute_rows((char *) rows, rb, n, order, done, tmp);
+	for (i = 0; i < n; i++)
+	{
+		uint32_t	o = order[i];
+
+		CHECK(rows[3 * i] == o && rows[3 * i + 1] == o * 7u + 1 && rows[3 * i + 2] == ~o,
+			  "%s: row %u holds %u, expected %u", what, i, rows[3 * i], o);
+	}
+	free(rows);
+	free(done);
+}
+
+static void
+test_permute_rows(void)
+{
+	enum
+	{
+		N = 1000
+	};
+	uint32_t	order[N];
+	TestRng		rng = {42};
+	uint32_t	i;
+
+	for (i = 0; i < N; i++)
+		order[i] = i;
+	check_permutation(order, N, "identity");
+	for (i = 0; i < N; i++)
+		order[i] = (i + 1) % N; /* one cycle through every row */
+	check_permutation(order, N, "rotation");
+	for (i = 0; i < N; i++)
+		order[i] = i;
+	for (i = N - 1; i > 0; i--)
+	{
+		uint32_t	j = (uint32_t) (trng_next(&rng) % (i + 1));
+		uint32_t	t = order[i];
+
+		order[i] = order[j];
+		order[j] = t;
+	}
+	check_permutation(order, N, "random");
+	order[0] = 0;
+	check_permutation(order, 1, "one row");
+}
+
+/* how many of 0..n-1 order misses or repeats (0: a permutation) */
+static uint32_t
+ids_missing(const uint32_t *order, uint32_t n)
+{
+	uint8_t    *seen = calloc(n, 1);
+	uint32_t	missing = 0;
+	uint32_t	i;
+
+	for (i = 0; i < n; i++)
+	{
+		if (order[i] < n && seen[order[i]] < 2)
+			seen[order[i]]++;
+	}
+	for (i = 0; i < n; i++)
+		missing += seen[i] != 1;
+	free(seen);
+	return missing;
+}
+
+/* Euclidean distance, with the reference kernel */
+static double
+l2(const float *a, const float *b, int d)
+{
+	return sqrt(gateann_l2sq_scalar(a, b, d));
+}
+
+/*
+ * 40 well-separated clusters whose points arrive interleaved at random: in
+ * the new order, consecutive nodes must mostly be from the same cluster,
+ * every k-means group must keep the old order (so the order is at most 256
+ * increasing runs), and the result must be a deterministic permutation.
+ */
+static void
+test_locality_order(void)
+{
+	const int	dims = 16;
+	const uint32_t n = 6000;
+	const int	nclusters = 40;
+	float	   *centres = malloc(sizeof(float) * dims * nclusters);
+	float	   *x = malloc(sizeof(float) * dims * n);
+	uint32_t   *order = malloc(sizeof(uint32_t) * n);
+	uint32_t   *again = malloc(sizeof(uint32_t) * n);
+	void	   *scratch = malloc(gateann_locality_order_scratch_bytes(n, (int) n, dims));
+	TestRng		rng = {7};
+	double		before = 0,
+				after = 0;
+	uint32_t	i;
+	int			descents = 0;
+
+	trng_fill(&rng, centres, (size_t) dims * nclusters, 100.0f);
+	for (i = 0; i < n; i++)
+	{
+		int			c = (int) (trng_next(&rng) % nclusters);
+		int			d;
+
+		for (d = 0; d < dims; d++)
+			x[(size_t) i * dims + d] = centres[c * dims + d] + trng_float(&rng);
+	}
+	gateann_locality_order(x, n, dims, x, (int) n, 1, 10, order, scratch, NULL);
+	gateann_locality_order(x, n, dims, x, (int) n, 1, 10, again, scratch, NULL);
+	CHECK(memcmp(order, again, sizeof(uint32_t) * n) == 0, "same input, different order");
+
+	CHECK(ids_missing(order, n) == 0, "not a permutation: %u ids missing or repeated",
+		  ids_missing(order, n));
+
+	for (i = 0; i + 1 < n; i++)
+	{
+		before += l2(x + (size_t) i * dims, x + (size_t) (i + 1) * dims, dims);
+		after += l2(x + (size_t) order[i] * dims, x + (size_t) order[i + 1] * dims, dims);
+		descents += order[i + 1] < order[i];
+	}
+	CHECK(after < before / 10, "consecutive nodes %.1f apart on average, %.1f before",
+		  after / (n - 1), before / (n - 1));
+	CHECK(descents < 256, "%d increasing runs: groups did not keep the old order",
+		  descents + 1);
+
+	free(centres);
+	free(x);
+	free(order);
+	free(again);
+	free(scratch);
+}
+
+/*
+ * Enough points that first-level groups (about 550 here) are split again:
+ * uniform points in the unit 4-cube, cells of about 0.25 after the first
+ * level, 0.06 after the second.  Consecutive nodes closer than 0.1: 44 %
+ * with both levels, 7 % with the first only.
+ */
+static void
+test_two_levels(void)
+{
+	const int	dims = 4;
+	const uint32_t n = 140000;
+	const int	nsample = 32768;
+	float	   *x = malloc(sizeof(float) * dims * n);
+	uint32_t   *order = malloc(sizeof(uint32_t) * n);
+	void	   *scratch = malloc(gateann_locality_order_scratch_bytes(n, nsample, dims));
+	TestRng		rng = {11};
+	uint32_t	near = 0;
+	uint32_t	i;
+
+	for (i = 0; i < (uint32_t) dims * n; i++)
+		x[i] = (trng_float(&rng) + 1.0f) / 2.0f;
+	/* the first nsample rows are a fair sample of uniform data */
+	gateann_locality_order(x, n, dims, x, nsample, 3, 8, order, scratch, NULL);
+	CHECK(ids_missing(order, n) == 0, "not a permutation: %u ids missing or repeated",
+		  ids_missing(order, n));
+	for (i = 0; i + 1 < n; i++)
+		near += l2(x + (size_t) order[i] * dims, x + (size_t) order[i + 1] * dims, dims) < 0.1;
+	printf("    # %.3f of consecutive nodes closer than 0.1\n", (double) near / (n - 1));
+	CHECK(near > (n - 1) / 4, "%.3f of consecutive nodes closer than 0.1",
+		  (double) near / (n - 1));
+	free(x);
+	free(order);
+	free(scratch);
+}
+
+void
+run_order_tests(void)
+{
+	RUN_CASE("order: permute rows in place", test_permute_rows());
+	RUN_CASE("order: cluster-by-cluster numbering", test_locality_order());
+	RUN_CASE("order: large groups split again", test_two_levels());
+}
