@@ -481,7 +481,7 @@ renumber_nodes(BuildState *bs, const float *sample, int nsample)
 	pfree(scratch);
 
 	done = palloc_extended(((Size) bs->n + 7) / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	tmp = palloc(sizeof(float) * bs->dims);
+	tmp = palloc(Max(sizeof(float) * bs->dims, sizeof(ItemPointerData)));	/* one row of either */
 	gateann_permute_rows((char *) bs->vectors, sizeof(float) * bs->dims, bs->n, order,
 						 done, tmp);
 	CHECK_FOR_INTERRUPTS();
