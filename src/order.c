@@ -5,8 +5,8 @@
  * the PQ code of every new neighbor, the neighbor-store row and filter codes
  * of every node it tunnels through.  If ids follow the heap, those are
  * random accesses over arrays of many megabytes, each on a page of its own:
- * a TLB miss (in a virtual machine, a two-level page walk) and then a cache
- * miss, and the few page walkers a core has put them in series.  Yet the
+ * probably a TLB miss (in a virtual machine, a two-level page walk) and then
+ * a cache miss, which prefetching did not hide.  Yet the
  * nodes one query crosses lie near each other in vector space.  Numbering
  * the nodes by k-means cluster puts them near each other in the arrays too,
  * so a query's accesses stay within the few pages of the clusters it passes
@@ -15,9 +15,10 @@
  *
  * Two levels of 256 clusters (pq.c's k-means, on whole vectors): at a
  * million nodes, groups of about 15 nodes, whose PQ codes share a few cache
- * lines, within first-level clusters whose codes span about 16 pages.  One
- * level only left a query's tunneling with about a third more memory stall
- * than two (1M x 128, by hand).
+ * lines, within first-level clusters whose codes span about 16 pages.  With
+ * one level a query's tunneling took about 15 % longer than with two, and
+ * laying the groups out along a chain of nearest centroids helped a little
+ * more (1M x 128, bench/RESULTS.md).
  */
 #include "order.h"
 #include "distance.h"
@@ -34,13 +35,14 @@
 #define ORDER_SPLIT_SAMPLE	(32 * ORDER_CLUSTERS)
 #define ORDER_SPLIT_ITERATIONS	6
 
+/* offsets into the scratch area */
 typedef struct OrderScratch
 {
-	float	   *centroids;		/* 256 * dims */
-	float	   *rows;			/* ORDER_SPLIT_SAMPLE * dims: a group's sample */
-	uint8_t    *label;			/* n: nearest centroid */
-	uint32_t   *tmp;			/* n */
-	void	   *kmeans;			/* gateann_kmeans scratch */
+	size_t		centroids;		/* 256 * dims floats */
+	size_t		rows;			/* ORDER_SPLIT_SAMPLE * dims floats: a group's sample */
+	size_t		label;			/* n bytes: nearest centroid */
+	size_t		tmp;			/* n uint32 */
+	size_t		kmeans;			/* gateann_kmeans scratch */
 	size_t		total;
 } OrderScratch;
 
@@ -51,20 +53,20 @@ align_up(size_t x)
 }
 
 static void
-order_scratch_layout(char *base, uint32_t n, int nsample, int dims, OrderScratch *l)
+order_scratch_layout(uint32_t n, int nsample, int dims, OrderScratch *l)
 {
 	size_t		off = 0;
 	int			ktrain = nsample > ORDER_SPLIT_SAMPLE ? nsample : ORDER_SPLIT_SAMPLE;
 
-	l->centroids = (float *) (base + off);
+	l->centroids = off;
 	off = align_up(off + (size_t) ORDER_CLUSTERS * dims * sizeof(float));
-	l->rows = (float *) (base + off);
+	l->rows = off;
 	off = align_up(off + (size_t) ORDER_SPLIT_SAMPLE * dims * sizeof(float));
-	l->label = (uint8_t *) (base + off);
+	l->label = off;
 	off = align_up(off + n);
-	l->tmp = (uint32_t *) (base + off);
+	l->tmp = off;
 	off = align_up(off + (size_t) n * sizeof(uint32_t));
-	l->kmeans = base + off;
+	l->kmeans = off;
 	off += gateann_kmeans_scratch_bytes(ktrain, dims);
 	l->total = off;
 }
@@ -74,7 +76,7 @@ gateann_locality_order_scratch_bytes(uint32_t n, int nsample, int dims)
 {
 	OrderScratch l;
 
-	order_scratch_layout(NULL, n, nsample, dims, &l);
+	order_scratch_layout(n, nsample, dims, &l);
 	return ORDER_ALIGN + l.total;
 }
 
@@ -169,20 +171,31 @@ gateann_locality_order(const float *vectors, uint32_t n, int dims,
 					   uint32_t *order, void *scratch,
 					   void (*check_interrupts) (void))
 {
+	char	   *base = (char *) align_up((size_t) (uintptr_t) scratch);
 	OrderScratch l;
+	float	   *centroids;
+	float	   *rows;
+	uint8_t    *label;
+	uint32_t   *tmp;
+	void	   *kscratch;
 	uint32_t	top[ORDER_CLUSTERS + 1];
 	uint32_t	sub[ORDER_CLUSTERS + 1];
 	uint32_t	i;
 	int			g;
 
-	order_scratch_layout((char *) align_up((size_t) (uintptr_t) scratch), n, nsample, dims, &l);
+	order_scratch_layout(n, nsample, dims, &l);
+	centroids = (float *) (base + l.centroids);
+	rows = (float *) (base + l.rows);
+	label = (uint8_t *) (base + l.label);
+	tmp = (uint32_t *) (base + l.tmp);
+	kscratch = base + l.kmeans;
 	for (i = 0; i < n; i++)
 		order[i] = i;
 
 	/* first level: 256 clusters of the whole set */
-	gateann_kmeans(l.centroids, sample, nsample, dims, seed, iterations, l.kmeans,
+	gateann_kmeans(centroids, sample, nsample, dims, seed, iterations, kscratch,
 				   check_interrupts);
-	group_by_nearest(vectors, dims, l.centroids, order, n, l.label, l.tmp, top,
+	group_by_nearest(vectors, dims, centroids, order, n, label, tmp, top,
 					 check_interrupts);
 
 	/*
@@ -200,13 +213,13 @@ gateann_locality_order(const float *vectors, uint32_t n, int dims,
 		if (size < ORDER_SPLIT_MIN)
 			continue;
 		for (j = 0; j < ns; j++)
-			memcpy(l.rows + (size_t) j * dims,
+			memcpy(rows + (size_t) j * dims,
 				   vectors + (size_t) ids[(uint64_t) j * size / ns] * dims,
 				   sizeof(float) * dims);
-		gateann_kmeans(l.centroids, l.rows, ns, dims,
+		gateann_kmeans(centroids, rows, ns, dims,
 					   seed ^ ((uint64_t) (g + 1) * UINT64_C(0x9E3779B97F4A7C15)),
-					   ORDER_SPLIT_ITERATIONS, l.kmeans, check_interrupts);
-		group_by_nearest(vectors, dims, l.centroids, ids, size, l.label, l.tmp, sub,
+					   ORDER_SPLIT_ITERATIONS, kscratch, check_interrupts);
+		group_by_nearest(vectors, dims, centroids, ids, size, label, tmp, sub,
 						 check_interrupts);
 	}
 }
