@@ -261,7 +261,7 @@ CREATE FUNCTION gateann_last_scan(
 	OUT filter_false_positives bigint, OUT exact_distances bigint,
 	OUT pq_distances bigint, OUT returned bigint, OUT io_wait_us bigint,
 	OUT tunnel_us bigint, OUT compute_us bigint, OUT io_method text,
-	OUT io_direct boolean, OUT strategy text)
+	OUT io_direct boolean, OUT strategy text, OUT recoveries bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
@@ -272,7 +272,8 @@ CREATE FUNCTION gateann_index_info(index regclass,
 	OUT tunnel_neighbors integer, OUT pq_bytes bigint,
 	OUT neighbor_store_bytes bigint, OUT filter_store_bytes bigint,
 	OUT loaded boolean, OUT shared boolean, OUT build_id bigint,
-	OUT free_slots bigint, OUT pq_training_rows bigint)
+	OUT free_slots bigint, OUT pq_training_rows bigint,
+	OUT entry_points integer, OUT unreachable_nodes bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 

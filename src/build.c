@@ -79,13 +79,11 @@ check_memory(BuildState *bs, uint32 n_needed)
 	need += (Size) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE) * sizeof(float) * bs->dims;
 	need += gateann_pq_train_scratch_bytes((int) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE),
 										   bs->dims, bs->pq_m);
-	need += (Size) n_needed * bs->pq_m;
+	need += (Size) n_needed * gateann_pq_code_bytes(bs->pq_m);
 	/* locality order: the node -> arena entry map, clustering scratch */
 	if (bs->locality_order && n_needed >= GATEANN_ORDER_MIN_NODES)
 		need += (Size) n_needed * sizeof(uint32) +
-			gateann_locality_order_scratch_bytes(n_needed,
-												 (int) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE),
-												 bs->dims);
+			gateann_locality_order_scratch_bytes(n_needed, bs->dims);
 	if (need > bs->memory_limit)
 	{
 		double		est_rows = Max(bs->index->rd_rel->reltuples, (double) n_needed);
@@ -93,8 +91,9 @@ check_memory(BuildState *bs, uint32 n_needed)
 
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gateann index build needs more than maintenance_work_mem (%zu kB) for %u vectors of %d dimensions",
-						bs->memory_limit / 1024, n_needed, bs->dims),
+				 errmsg_plural("gateann index build needs more than maintenance_work_mem (%zu kB) for %u vector of %d dimensions",
+							   "gateann index build needs more than maintenance_work_mem (%zu kB) for %u vectors of %d dimensions",
+							   n_needed, bs->memory_limit / 1024, n_needed, bs->dims),
 				 errhint("Increase maintenance_work_mem to at least %zu MB, e.g. SET maintenance_work_mem = '%zuMB', and retry.",
 						 est / (1024 * 1024) + 1, est / (1024 * 1024) + 1)));
 	}
@@ -284,7 +283,7 @@ gateann_layout_records(GateannMetaPageData *meta)
 	meta->neighbors_offset = off;
 	off += sizeof(uint32) * meta->max_neighbors;
 	meta->pqcode_offset = off;
-	off += meta->pq_subspaces;
+	off += gateann_pq_code_bytes(meta->pq_subspaces);
 	off = MAXALIGN(off);
 	meta->filter_offset = off;
 	off += meta->filter_size;
@@ -324,8 +323,9 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
 	memcpy(nbrs, graph->adj + (Size) id * graph->capacity, sizeof(uint32) * deg);
 	for (i = deg; i < meta->max_neighbors; i++)
 		nbrs[i] = InvalidNodeId;
-	memcpy(GateannRecordPQCode(meta, rec), codes + (Size) id * meta->pq_subspaces,
-		   meta->pq_subspaces);
+	memcpy(GateannRecordPQCode(meta, rec),
+		   codes + (Size) id * gateann_pq_code_bytes(meta->pq_subspaces),
+		   gateann_pq_code_bytes(meta->pq_subspaces));
 	gateann_filter_write_record(meta, &bs->arena, bs->arena_id ? bs->arena_id[id] : id,
 								GateannRecordFilter(meta, rec));
 }
@@ -460,34 +460,57 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 }
 
 /*
- * Renumber the nodes in locality order (order.c): the vectors and heap TIDs
- * move to their new ids, and bs->arena_id keeps where each node's filter
- * values are, so everything built after this (codes, graph, records) uses
- * the new ids.
+ * Renumber the nodes in locality order (order.c), grouped first by the
+ * coarse centroid their PQ codes name: the vectors, heap TIDs and codes
+ * move to their new ids, entries[] (node ids) are mapped along, and
+ * bs->arena_id keeps where each node's filter values are, so everything
+ * built after this (graph, records) uses the new ids.
  */
 static void
-renumber_nodes(BuildState *bs, const float *sample, int nsample)
+renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entries,
+			   int nentries)
 {
+	Size		cb = gateann_pq_code_bytes(pq->m);
 	uint32	   *order = palloc_extended(sizeof(uint32) * (Size) bs->n, MCXT_ALLOC_HUGE);
 	void	   *scratch;
 	uint8	   *done;
 	char	   *tmp;
+	uint32		i;
+	int			e;
 
-	scratch = palloc_extended(gateann_locality_order_scratch_bytes(bs->n, nsample, bs->dims),
+	scratch = palloc_extended(gateann_locality_order_scratch_bytes(bs->n, bs->dims),
 							  MCXT_ALLOC_HUGE);
-	gateann_locality_order(bs->vectors, bs->n, bs->dims, sample, nsample,
-						   GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS, order,
-						   scratch, train_interrupts);
+	gateann_locality_order(bs->vectors, bs->n, bs->dims, pq->coarse, codes + pq->m, cb,
+						   GATEANN_PQ_SEED, order, scratch, train_interrupts);
 	pfree(scratch);
 
 	done = palloc_extended(((Size) bs->n + 7) / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	tmp = palloc(Max(sizeof(float) * bs->dims, sizeof(ItemPointerData)));	/* one row of either */
+	tmp = palloc(Max(Max(sizeof(float) * bs->dims, sizeof(ItemPointerData)), cb));	/* one row of any */
 	gateann_permute_rows((char *) bs->vectors, sizeof(float) * bs->dims, bs->n, order,
 						 done, tmp);
 	CHECK_FOR_INTERRUPTS();
 	memset(done, 0, ((Size) bs->n + 7) / 8);
 	gateann_permute_rows((char *) bs->tids, sizeof(ItemPointerData), bs->n, order,
 						 done, tmp);
+	memset(done, 0, ((Size) bs->n + 7) / 8);
+	gateann_permute_rows((char *) codes, cb, bs->n, order, done, tmp);
+
+	/* the entry points' new ids: mark the old ones, then find them in order[] */
+	memset(done, 0, ((Size) bs->n + 7) / 8);
+	for (e = 0; e < nentries; e++)
+		done[entries[e] >> 3] |= 1 << (entries[e] & 7);
+	for (i = 0; i < bs->n; i++)
+	{
+		uint32		old = order[i];
+
+		if (!(done[old >> 3] & (1 << (old & 7))))
+			continue;
+		for (e = 0; e < nentries; e++)
+			if (entries[e] == old)
+				entries[e] = i | GATEANN_ENTRY_RENUMBERED;
+	}
+	for (e = 0; e < nentries; e++)
+		entries[e] &= ~GATEANN_ENTRY_RENUMBERED;
 	pfree(done);
 	pfree(tmp);
 	bs->arena_id = order;
@@ -499,7 +522,8 @@ renumber_nodes(BuildState *bs, const float *sample, int nsample)
  * vectors still fits in maintenance_work_mem.  False: build serially.
  */
 static bool
-build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts)
+build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts,
+					 const uint32 *entries, int nentries)
 {
 	Size		need;
 
@@ -509,7 +533,8 @@ build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts)
 
 	/* private arrays + the shared segment, which duplicates the vectors */
 	need = (Size) bs->n * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
-						   bs->per_node_graph_bytes + opts->pq_subspaces) +
+						   bs->per_node_graph_bytes +
+						   gateann_pq_code_bytes(Max(opts->pq_subspaces, bs->pq_m))) +
 		gateann_filter_arena_bytes(&bs->arena) +
 		gateann_parallel_graph_bytes(graph);
 	if (need > bs->memory_limit)
@@ -518,7 +543,8 @@ build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts)
 			 need / 1024, bs->memory_limit / 1024);
 		return false;
 	}
-	return gateann_graph_build_parallel(graph, opts->build_search_list_size,
+	return gateann_graph_build_parallel(graph, entries, nentries,
+										opts->build_search_list_size,
 										(float) opts->alpha,
 										gateann_tunnel_neighbors(opts),
 										max_parallel_maintenance_workers,
@@ -556,6 +582,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	GateannPQ	pq;
 	uint8	   *codes = NULL;
 	GateannGraph graph;
+	uint32		entries[GATEANN_PQ_CENTROIDS];
+	int			nentries = 0;
 	char	   *dict;
 	MemoryContext buildcxt,
 				oldcxt;
@@ -600,6 +628,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	{
 		int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
 			gateann_pq_default_subspaces(bs.dims);
+		Size		cb = gateann_pq_code_bytes(m);
 		int			nsample = (int) Min((uint32) GATEANN_PQ_TRAIN_SAMPLE, bs.n);
 		float	   *sample;
 		void	   *scratch;
@@ -633,10 +662,9 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 			}
 			pfree(perm);
 		}
-		pq.dims = bs.dims;
-		pq.m = m;
-		pq.centroids = palloc_extended(gateann_pq_codebook_bytes(bs.dims),
-									   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+		gateann_pq_attach(&pq, bs.dims, m,
+						  palloc_extended(gateann_pq_codebook_bytes(bs.dims),
+										  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
 		scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs.dims, m),
 								  MCXT_ALLOC_HUGE);
 		gateann_pq_train(&pq, sample, nsample, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
@@ -644,24 +672,53 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		meta.pq_trained_rows = (uint32) nsample;
 		meta.pq_retrain_at = gateann_pq_next_retrain((uint32) nsample);
 		pfree(scratch);
+		pfree(sample);
+
+		/*
+		 * Encode every vector.  The member of each coarse group nearest its
+		 * centroid becomes an entry point.
+		 */
+		report_phase(GATEANN_PHASE_ENCODE, bs.n);
+		codes = palloc_extended((Size) bs.n * cb, MCXT_ALLOC_HUGE);
+		{
+			float	   *work = palloc(sizeof(float) * bs.dims);
+			float		best[GATEANN_PQ_CENTROIDS];
+			uint32		medoid[GATEANN_PQ_CENTROIDS];
+			int			g;
+
+			for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
+				medoid[g] = InvalidNodeId;
+			for (i = 0; i < bs.n; i++)
+			{
+				uint8	   *code = codes + (Size) i * cb;
+				float		d;
+
+				(void) gateann_pq_encode(&pq, bs.vectors + (Size) i * bs.dims, code, work, &d);
+
+				g = gateann_pq_code_group(code, m);
+				if (medoid[g] == InvalidNodeId || d < best[g])
+				{
+					medoid[g] = i;
+					best[g] = d;
+				}
+				if ((i & 4095) == 0)
+				{
+					CHECK_FOR_INTERRUPTS();
+					pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
+				}
+			}
+			pfree(work);
+			meta.pq_spacing = gateann_pq_coarse_spacing(&pq);
+			nentries = 0;
+			for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
+				if (medoid[g] != InvalidNodeId)
+					entries[nentries++] = medoid[g];
+		}
 
 		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES)
 		{
 			report_phase(GATEANN_PHASE_ORDER, bs.n);
-			renumber_nodes(&bs, sample, nsample);
-		}
-		pfree(sample);
-
-		report_phase(GATEANN_PHASE_ENCODE, bs.n);
-		codes = palloc_extended((Size) bs.n * m, MCXT_ALLOC_HUGE);
-		for (i = 0; i < bs.n; i++)
-		{
-			gateann_pq_encode(&pq, bs.vectors + (Size) i * bs.dims, codes + (Size) i * m);
-			if ((i & 4095) == 0)
-			{
-				CHECK_FOR_INTERRUPTS();
-				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
-			}
+			renumber_nodes(&bs, &pq, codes, entries, nentries);
 		}
 
 		/* 3. graph */
@@ -670,11 +727,13 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		graph.n = bs.n;
 		graph.vectors = bs.vectors;
 		graph.R = opts->max_neighbors;
-		if (!build_graph_parallel(&bs, &graph, opts))
-			gateann_graph_build(&graph, opts->build_search_list_size,
+		if (!build_graph_parallel(&bs, &graph, opts, entries, nentries))
+			gateann_graph_build(&graph, entries, nentries, opts->build_search_list_size,
 								(float) opts->alpha, gateann_tunnel_neighbors(opts),
 								graph_progress);
 		meta.entry_point = graph.medoid;
+		meta.nentries = graph.nentries;
+		memcpy(meta.entries, graph.entries, sizeof(uint32) * graph.nentries);
 	}
 	else
 		memset(&graph, 0, sizeof(graph));

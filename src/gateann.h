@@ -39,7 +39,7 @@
 #include "compat.h"
 
 #define GATEANN_MAGIC			0x47415445	/* "GATE" */
-#define GATEANN_FORMAT_VERSION	1
+#define GATEANN_FORMAT_VERSION	2
 
 #define GATEANN_METAPAGE_BLKNO	0
 
@@ -120,6 +120,12 @@ typedef struct GateannNodeHeader
 #define GATEANN_NODE_FREE		0x0002	/* slot freed by VACUUM (DELETED too, no
 										 * neighbors, no in-edges): an insert
 										 * may take it */
+
+/*
+ * Entry points a search can start from: the medoid and the nodes nearest the
+ * centroids of 256 k-means groups of the vectors (graph.h).
+ */
+#define GATEANN_MAX_ENTRIES		257
 
 /* Slot reuses the metapage remembers, for stores that cannot see them */
 #define GATEANN_REUSE_LOG		1024
@@ -203,6 +209,28 @@ typedef struct GateannMetaPageData
 	BlockNumber dict_area_start;
 	BlockNumber dict_area_pages;
 	uint32		dict_generation;
+
+	/*
+	 * Entry points (graph.h): entries[0] is entry_point, the others the
+	 * nodes nearest the centroids of the build's k-means groups.  A search
+	 * starts from the ones nearest its query.  A deleted one is replaced by
+	 * VACUUM like entry_point.
+	 */
+	uint32		nentries;
+	uint32		entries[GATEANN_MAX_ENTRIES];
+
+	/*
+	 * How well the codebook fits what is inserted: pq_spacing is the
+	 * codebook's gateann_pq_coarse_spacing (how far apart the regions its
+	 * training saw are); since it was trained, pq_coded inserted vectors
+	 * were coded, pq_poor of them more than GATEANN_PQ_POOR_FACTOR times
+	 * that from their coarse centroid: rows from a region the training
+	 * never saw, whose codes cannot tell them apart.  Enough of those make
+	 * the codebook due for retraining (retrain.h).
+	 */
+	float4		pq_spacing;
+	uint32		pq_coded;
+	uint32		pq_poor;
 } GateannMetaPageData;
 
 typedef GateannMetaPageData *GateannMetaPage;
@@ -283,6 +311,7 @@ typedef struct GateannScanStats
 	bool		io_direct;		/* file reads bypassed the page cache (O_DIRECT) */
 	const char *strategy;		/* "graph", "prefilter", "graph, then prefilter"
 								 * ("none": no search) */
+	int64		recoveries;		/* times the search was stuck and recovered */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

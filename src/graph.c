@@ -1,14 +1,22 @@
 /*
  * graph.c — Vamana graph construction in memory.
  *
- * DiskANN's build: choose the medoid as entry point, then visit every node in
- * a random order twice — first with alpha = 1 (a sparse, navigable graph),
- * then with the user's alpha (> 1 keeps longer edges and shortens search
- * paths).  Each visit runs a greedy search for the node from the medoid,
- * robust-prunes the expanded set into its out-neighbors and adds the reverse
- * edges, pruning a neighbor's list only once it outgrows a slack capacity
- * (as DiskANN's GRAPH_SLACK_FACTOR does) so the quadratic prune is
- * amortised.
+ * DiskANN's build, with entry points: the medoid and the nodes nearest the
+ * centroids of the PQ's 256 coarse groups (build.c) are the entry points;
+ * every node is visited in a random order twice — first with alpha = 1 (a
+ * sparse, navigable graph), then with the user's alpha (> 1 keeps longer
+ * edges and shortens search paths).  Each visit runs a greedy search for
+ * the node from the entry points nearest it, robust-prunes the expanded set
+ * into its out-neighbors (a saturating schedule: robust_prune) and adds the
+ * reverse edges, pruning a neighbor's list only once it outgrows a slack
+ * capacity (as DiskANN's GRAPH_SLACK_FACTOR does) so the quadratic prune is
+ * amortised.  Finally every list is ordered for tunneling and every node
+ * made reachable from the entry points (gateann_graph_connect).
+ *
+ * Why entry points: from the medoid alone, a search for a node of one of 50
+ * well-separated clusters in 384 dimensions often never left the cluster
+ * it first entered, and neither did queries (recall@10 0.26, and 0.03 when
+ * the clusters were wide; bench/RESULTS.md).
  *
  * With several processes (parallel.c) the arrays live in dynamic shared
  * memory and each neighbor list is guarded by a spinlock, held only to copy
@@ -24,9 +32,11 @@
 
 #include "graph.h"
 #include "distance.h"
+#include "search.h"
 
 #include "miscadmin.h"
 #include "utils/float.h"
+#include "utils/memutils.h"
 
 /* Neighbor lists may grow to R * SLACK before a reverse edge forces a prune */
 #define GRAPH_SLACK_NUM		13
@@ -49,8 +59,12 @@ struct GateannGraphScratch
 	int			max_expanded;
 	Candidate  *prune_cands;	/* candidates for a prune */
 	int			max_prune_cands;
+	float	   *occlusion;		/* per prune candidate: largest factor seen */
+	int		   *checked;		/* per prune candidate: chosen ones compared */
 	uint32	   *prune_out;		/* capacity */
+	int		   *prune_pos;		/* capacity: sorted position of each choice */
 	uint32	   *list_copy;		/* capacity: a neighbor list copied out */
+	Candidate  *seeds;			/* nentries: entry points by distance */
 };
 
 static inline float
@@ -132,32 +146,80 @@ pool_insert(Candidate *pool, int *size, int L, Candidate c)
 }
 
 /*
- * Greedy search for `target`'s vector from the medoid with list size L.
- * Leaves the expanded nodes (with their distances to target) in
- * scratch->expanded and returns how many there are.
+ * Seed the pool for a search towards q: the `nseeds` entry points nearest q
+ * (exact distances).  Marks them visited.  Returns the pool's size.
  */
 static int
-greedy_search(const GateannGraph *g, GateannGraphScratch *s, uint32 target, int L)
+seed_pool(const GateannGraph *g, GateannGraphScratch *s, const float *q, uint32 skip,
+		  int L, int nseeds)
 {
-	const float *q = g->vectors + (Size) target * g->dims;
+	int			nent = 0;
+	int			psize = 0;
+	int			i;
+
+	for (i = 0; i < g->nentries; i++)
+	{
+		uint32		e = g->entries[i];
+
+		if (e == skip || s->stamp[e] == s->epoch)
+			continue;
+		s->seeds[nent].id = e;
+		s->seeds[nent].dist = gateann_l2sq(q, g->vectors + (Size) e * g->dims, g->dims);
+		s->seeds[nent].expanded = false;
+		nent++;
+	}
+	/* (partial selection: nseeds is small) */
+	for (i = 0; i < nent && i < nseeds; i++)
+	{
+		int			best = i;
+		int			j;
+		Candidate	t;
+
+		for (j = i + 1; j < nent; j++)
+			if (s->seeds[j].dist < s->seeds[best].dist ||
+				(s->seeds[j].dist == s->seeds[best].dist && s->seeds[j].id < s->seeds[best].id))
+				best = j;
+		t = s->seeds[i];
+		s->seeds[i] = s->seeds[best];
+		s->seeds[best] = t;
+		s->stamp[s->seeds[i].id] = s->epoch;
+		pool_insert(s->pool, &psize, L, s->seeds[i]);
+	}
+	return psize;
+}
+
+/*
+ * Entry points a build search starts from: with one, a search for a node
+ * whose nearest entry point PQ or chance put in the wrong place stayed
+ * there, and the graph came out of islands (sentence embeddings: recall
+ * 0.59 at L = 100, against 0.999 with four).
+ */
+#define GRAPH_BUILD_SEEDS	4
+
+/*
+ * Greedy search for `target`'s vector (or q, when target is InvalidNodeId)
+ * from the entry points nearest it, with list size L.  Leaves the expanded
+ * nodes (with their distances to the target) in scratch->expanded and
+ * returns how many there are.
+ */
+static int
+greedy_search(const GateannGraph *g, GateannGraphScratch *s, uint32 target,
+			  const float *q, int L)
+{
 	int			psize = 0;
 	int			nexp = 0;
 	int			first = 0;
-	Candidate	c;
 
+	if (target != InvalidNodeId)
+		q = g->vectors + (Size) target * g->dims;
 	if (++s->epoch == 0)
 	{
 		memset(s->stamp, 0, sizeof(uint32) * g->n);
 		s->epoch = 1;
 	}
-
-	c.id = g->medoid;
-	c.dist = gateann_l2sq(q, g->vectors + (Size) c.id * g->dims, g->dims);
-	c.expanded = false;
-	s->stamp[c.id] = s->epoch;
-	s->stamp[target] = s->epoch;	/* never a candidate for itself */
-	if (c.id != target)
-		pool_insert(s->pool, &psize, L, c);
+	if (target != InvalidNodeId)
+		s->stamp[target] = s->epoch;	/* never a candidate for itself */
+	psize = seed_pool(g, s, q, target, L, GRAPH_BUILD_SEEDS);
 
 	for (;;)
 	{
@@ -223,9 +285,15 @@ tiebreak_hash(uint32 p, uint32 id)
 
 /*
  * Robust prune: from cands (distances to p), choose at most R neighbors for
- * p, dropping any candidate c' once a chosen c satisfies
- * alpha * d(c, c') <= d(p, c').  The result goes to s->prune_out; returns
- * its length.
+ * p.  A candidate c' is occluded by a closer chosen c when
+ * a * d(c, c') <= d(p, c') (squared distances).  The choice saturates: a
+ * first round at a = 1 keeps one neighbor per direction (long edges among
+ * them), then rounds at a = 1.2, 1.44, ... up to alpha fill the remaining
+ * slots.  A single round at alpha would fill the list with the nearest
+ * candidates wherever distances concentrate (high dimension, clusters:
+ * almost no candidate is occluded at a > 1 there) and never reach the long
+ * edges.  The result goes to s->prune_out in the order chosen; returns its
+ * length.
  */
 static int
 robust_prune(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
@@ -235,6 +303,7 @@ robust_prune(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
 				j,
 				nout = 0,
 				nuniq = 0;
+	float		a;
 
 	/*
 	 * Sort by distance; ties by a per-p hash, so that among identical
@@ -251,39 +320,50 @@ robust_prune(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
 			continue;
 		if (nuniq > 0 && cands[nuniq - 1].id == cands[i].id)
 			continue;
-		cands[nuniq++] = cands[i];
+		cands[nuniq] = cands[i];
+		s->occlusion[nuniq] = 0.0f;
+		s->checked[nuniq] = 0;
+		nuniq++;
 	}
 
 	/*
-	 * Equivalent to DiskANN's formulation (each chosen neighbor occludes
-	 * the later candidates it dominates), but evaluated per candidate
-	 * against the neighbors chosen so far, so it stops at the first
-	 * occluder and never looks past the R-th choice.
+	 * Each candidate keeps the largest occlusion factor d(p, c') / d(c, c')
+	 * over the chosen c closer to p than itself that it was compared with
+	 * so far (DiskANN's formulation, evaluated lazily: comparisons stop
+	 * once the factor exceeds the round's a, and resume in the next round).
+	 * An exact duplicate of p (distance 0) is never occluded: otherwise one
+	 * chosen duplicate would occlude all others, and sets of identical
+	 * vectors would end up unreachable from each other.
 	 */
-	for (i = 0; i < nuniq && nout < R; i++)
+	for (a = 1.0f;; a = Min(a * 1.2f, alpha))
 	{
-		const float *ci = g->vectors + (Size) cands[i].id * g->dims;
-		bool		occluded = false;
-
-		for (j = 0; j < nout; j++)
+		for (i = 0; i < nuniq && nout < R; i++)
 		{
-			float		d = gateann_l2sq(g->vectors + (Size) s->prune_out[j] * g->dims,
-										 ci, g->dims);
+			const float *ci = g->vectors + (Size) cands[i].id * g->dims;
 
-			/*
-			 * An exact duplicate of p (distance 0) is never occluded:
-			 * otherwise one chosen duplicate would occlude all others
-			 * (alpha * 0 <= 0) and sets of identical vectors would end up
-			 * unreachable from each other.
-			 */
-			if (cands[i].dist > 0 && alpha * d <= cands[i].dist)
+			if (s->checked[i] < 0 || s->occlusion[i] > a)
+				continue;		/* chosen, or occluded for good at this a */
+			for (j = s->checked[i]; j < nout && s->occlusion[i] <= a; j++)
 			{
-				occluded = true;
-				break;
+				float		d;
+
+				if (s->prune_pos[j] > i)
+					continue;	/* chosen later in distance order */
+				d = gateann_l2sq(g->vectors + (Size) s->prune_out[j] * g->dims, ci, g->dims);
+				if (cands[i].dist > 0)
+					s->occlusion[i] = Max(s->occlusion[i],
+										  d > 0 ? cands[i].dist / d : get_float4_infinity());
+			}
+			s->checked[i] = j;
+			if (s->occlusion[i] <= a)
+			{
+				s->prune_pos[nout] = i;
+				s->prune_out[nout++] = cands[i].id;
+				s->checked[i] = -1;
 			}
 		}
-		if (!occluded)
-			s->prune_out[nout++] = cands[i].id;
+		if (nout >= R || a >= alpha)
+			break;
 	}
 	return nout;
 }
@@ -345,7 +425,7 @@ add_reverse_edge(GateannGraph *g, GateannGraphScratch *s, uint32 j, uint32 p,
 void
 gateann_graph_visit(GateannGraph *g, GateannGraphScratch *s, uint32 p, int L, float alpha)
 {
-	int			nexp = greedy_search(g, s, p, L);
+	int			nexp = greedy_search(g, s, p, NULL, L);
 	int			deg;
 	int			ncands = 0;
 	int			i;
@@ -404,10 +484,11 @@ find_medoid(const GateannGraph *g)
 }
 
 void
-gateann_graph_init(GateannGraph *g)
+gateann_graph_init(GateannGraph *g, const uint32 *entries, int nentries)
 {
 	uint64		rng = UINT64CONST(0x6761746561616e6e);	/* "gateaann" */
 	uint32		i;
+	int			e;
 
 	Assert(g->R <= GATEANN_MAX_NEIGHBORS_LIMIT);
 	g->capacity = gateann_graph_capacity(g->R);
@@ -415,12 +496,25 @@ gateann_graph_init(GateannGraph *g)
 	if (g->locks)
 		for (i = 0; i < g->n; i++)
 			SpinLockInit(&g->locks[i]);
+	g->nentries = 0;
 	if (g->n == 0)
 	{
 		g->medoid = InvalidNodeId;
 		return;
 	}
 	g->medoid = find_medoid(g);
+	g->entries[g->nentries++] = g->medoid;
+	for (e = 0; e < nentries && g->nentries < GATEANN_MAX_ENTRIES; e++)
+	{
+		int			k;
+
+		if (entries[e] >= g->n)
+			continue;
+		for (k = 0; k < g->nentries && g->entries[k] != entries[e]; k++)
+			;
+		if (k == g->nentries)
+			g->entries[g->nentries++] = entries[e];
+	}
 
 	/* deterministic Fisher-Yates permutation */
 	for (i = 0; i < g->n; i++)
@@ -448,8 +542,12 @@ gateann_graph_scratch_create(const GateannGraph *g, int L)
 	s->expanded = palloc(sizeof(Candidate) * s->max_expanded);
 	s->max_prune_cands = s->max_expanded + g->capacity + 1;
 	s->prune_cands = palloc(sizeof(Candidate) * s->max_prune_cands);
+	s->occlusion = palloc(sizeof(float) * s->max_prune_cands);
+	s->checked = palloc(sizeof(int) * s->max_prune_cands);
 	s->prune_out = palloc(sizeof(uint32) * g->capacity);
+	s->prune_pos = palloc(sizeof(int) * g->capacity);
 	s->list_copy = palloc(sizeof(uint32) * g->capacity);
+	s->seeds = palloc(sizeof(Candidate) * GATEANN_MAX_ENTRIES);
 	return s;
 }
 
@@ -517,9 +615,114 @@ gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r
 	}
 }
 
+/* gateann_reach's view of the graph: the first r_max neighbors of each list */
+typedef struct PrefixWalk
+{
+	const GateannGraph *g;
+	int			r_max;
+} PrefixWalk;
+
+static int
+prefix_neighbors(void *arg, uint32 id, uint32 *out, int max)
+{
+	const PrefixWalk *w = (const PrefixWalk *) arg;
+	int			n = Min(Min((int) w->g->degree[id], w->r_max), max);
+
+	memcpy(out, neighbors_of(w->g, id), sizeof(uint32) * n);
+	return n;
+}
+
+/*
+ * Put `to` into from's list at a position tunneling follows (within the
+ * first r_max), pushing the rest back; a full list loses its last entry.
+ */
+static void
+link_into_prefix(GateannGraph *g, uint32 from, uint32 to, int r_max)
+{
+	uint32	   *nbrs = neighbors_of(g, from);
+	int			deg = g->degree[from];
+	int			pos = Min(deg, r_max - 1);
+	int			i;
+
+	for (i = 0; i < deg; i++)
+		if (nbrs[i] == to)
+			return;
+	if (deg < g->R)
+		g->degree[from] = (uint16) ++deg;
+	memmove(&nbrs[pos + 1], &nbrs[pos], sizeof(uint32) * (deg - 1 - pos));
+	nbrs[pos] = to;
+}
+
+uint32
+gateann_graph_connect(GateannGraph *g, GateannGraphScratch *s, int L, int r_max)
+{
+	uint8	   *reached = palloc_extended(((Size) g->n + 7) / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) Max(g->n, 1), MCXT_ALLOC_HUGE);
+	uint32	   *row = palloc(sizeof(uint32) * GATEANN_MAX_NEIGHBORS_LIMIT);
+	PrefixWalk	walk;
+	uint32		linked = 0;
+	uint32		u;
+	int			e;
+
+	r_max = Max(1, Min(r_max, g->R));
+	walk.g = g;
+	walk.r_max = r_max;
+	for (e = 0; e < g->nentries; e++)
+		gateann_reach(g->n, g->entries[e], prefix_neighbors, &walk, r_max, reached, queue, row);
+	for (u = 0; u < g->n; u++)
+	{
+		int			nexp,
+					i,
+					links = 0;
+
+		if ((u & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (reached[u >> 3] & (1 << (u & 7)))
+			continue;
+
+		/*
+		 * In-edges from the two nearest reached nodes a search for u
+		 * expands (one alone is easily pruned away by a later insert),
+		 * preferring lists with room.
+		 */
+		nexp = greedy_search(g, s, u, NULL, L);
+		qsort(s->expanded, nexp, sizeof(Candidate), cmp_candidate);
+		for (i = 0; i < nexp && links < 2; i++)
+		{
+			uint32		r = s->expanded[i].id;
+
+			if (!(reached[r >> 3] & (1 << (r & 7))) || g->degree[r] >= g->R)
+				continue;
+			link_into_prefix(g, r, u, r_max);
+			links++;
+		}
+		for (i = 0; i < nexp && links == 0; i++)
+		{
+			uint32		r = s->expanded[i].id;
+
+			if (reached[r >> 3] & (1 << (r & 7)))
+			{
+				link_into_prefix(g, r, u, r_max);
+				links++;
+			}
+		}
+		if (links == 0)
+		{
+			/* nothing reached came up: from the medoid */
+			link_into_prefix(g, g->medoid, u, r_max);
+		}
+		linked++;
+		gateann_reach(g->n, u, prefix_neighbors, &walk, r_max, reached, queue, row);
+	}
+	pfree(reached);
+	pfree(queue);
+	pfree(row);
+	return linked;
+}
+
 void
-gateann_graph_build(GateannGraph *g, int L, float alpha, int r_max,
-					void (*progress) (int pass, uint32 done, uint32 total))
+gateann_graph_build(GateannGraph *g, const uint32 *entries, int nentries, int L, float alpha,
+					int r_max, void (*progress) (int pass, uint32 done, uint32 total))
 {
 	GateannGraphScratch *s;
 	uint32		i;
@@ -531,7 +734,7 @@ gateann_graph_build(GateannGraph *g, int L, float alpha, int r_max,
 	g->degree = palloc_extended((Size) Max(g->n, 1) * sizeof(uint16), MCXT_ALLOC_HUGE);
 	g->order = palloc_extended((Size) Max(g->n, 1) * sizeof(uint32), MCXT_ALLOC_HUGE);
 	g->locks = NULL;
-	gateann_graph_init(g);
+	gateann_graph_init(g, entries, nentries);
 	if (g->n == 0)
 		return;
 
@@ -550,6 +753,8 @@ gateann_graph_build(GateannGraph *g, int L, float alpha, int r_max,
 			progress(pass, g->n, g->n);
 	}
 	gateann_graph_finish(g, s, alpha, r_max);
+	i = gateann_graph_connect(g, s, L, r_max);
+	elog(DEBUG1, "gateann build: %u nodes linked to be reachable", i);
 }
 
 /*
@@ -583,6 +788,7 @@ gateann_graph_prune_vectors(const float *self, const float *cand_vectors,
 	g.adj = palloc(sizeof(uint32) * g.capacity * (Size) g.n);
 	g.degree = palloc0(sizeof(uint16) * g.n);
 	g.medoid = 0;
+	g.nentries = 0;
 	s = gateann_graph_scratch_create(&g, ncands + 1);
 
 	for (i = 0; i < ncands; i++)

@@ -21,9 +21,19 @@ typedef struct GateannGraph
 	uint32	   *order;			/* n: the visiting order of both passes */
 	slock_t    *locks;			/* n, or NULL when one process builds */
 	uint32		medoid;
+	/*
+	 * Entry points: the medoid first, then the nodes nearest the centroids
+	 * of the index's k-means groups.  Every search starts from the ones
+	 * nearest its target.
+	 */
+	int			nentries;
+	uint32		entries[GATEANN_MAX_ENTRIES];
 } GateannGraph;
 
 typedef struct GateannGraphScratch GateannGraphScratch;
+
+/* A flag while the build maps the entry points' ids (never a node id) */
+#define GATEANN_ENTRY_RENUMBERED	0x80000000
 
 /* Neighbor slots per node while building: R plus slack. */
 extern int	gateann_graph_capacity(int R);
@@ -33,10 +43,11 @@ extern Size gateann_graph_array_bytes(uint32 n, int R);
 
 /*
  * Set up a graph whose adj, degree, order (and locks, if parallel) point at
- * allocated memory: empty lists, medoid entry point, a deterministic
- * random visiting order.
+ * allocated memory: empty lists, a deterministic random visiting order, the
+ * medoid as first entry point, followed by the nentries given ones (node
+ * ids, invalid ones and the medoid skipped).
  */
-extern void gateann_graph_init(GateannGraph *graph);
+extern void gateann_graph_init(GateannGraph *graph, const uint32 *entries, int nentries);
 
 /* Per-process search scratch (palloc'd in the current context). */
 extern GateannGraphScratch *gateann_graph_scratch_create(const GateannGraph *graph, int L);
@@ -54,11 +65,23 @@ extern void gateann_graph_finish(GateannGraph *graph, GateannGraphScratch *scrat
 								 float alpha, int r_max);
 
 /*
- * Serial build: medoid entry point, pass 1 at alpha 1.0, pass 2 at alpha.
- * Allocates adj/degree/order.  progress(pass, done, total) is called every
- * few hundred nodes (it may CHECK_FOR_INTERRUPTS).
+ * Make every node reachable from the entry points over the first r_max
+ * neighbors of each list (all that tunneling follows): a node no walk
+ * reaches gets an edge, within that part of the list, from the two nearest
+ * reached nodes a search for it expands (single process).  Returns how
+ * many nodes were linked.
  */
-extern void gateann_graph_build(GateannGraph *graph, int L, float alpha, int r_max,
+extern uint32 gateann_graph_connect(GateannGraph *graph, GateannGraphScratch *scratch,
+									int L, int r_max);
+
+/*
+ * Serial build: pass 1 at alpha 1.0, pass 2 at alpha, then finish and
+ * connect.  Allocates adj/degree/order; entries as gateann_graph_init.
+ * progress(pass, done, total) is called every few hundred nodes (it may
+ * CHECK_FOR_INTERRUPTS).
+ */
+extern void gateann_graph_build(GateannGraph *graph, const uint32 *entries, int nentries,
+								int L, float alpha, int r_max,
 								void (*progress) (int pass, uint32 done, uint32 total));
 
 /*

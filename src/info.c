@@ -28,8 +28,8 @@ Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[15];
-	bool		nulls[15] = {0};
+	Datum		values[16];
+	bool		nulls[16] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -50,6 +50,7 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[12] = CStringGetTextDatum(s->io_method ? s->io_method : "none");
 	values[13] = BoolGetDatum(s->io_direct);
 	values[14] = CStringGetTextDatum(s->strategy ? s->strategy : "none");
+	values[15] = Int64GetDatum(s->recoveries);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -103,8 +104,8 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	GateannMetaPageData meta;
 	GateannOptions *opts;
 	TupleDesc	tupdesc;
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[19];
+	bool		nulls[19] = {0};
 	int			r_max;
 	bool		loaded,
 				shared = false;
@@ -137,6 +138,26 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[14] = Int64GetDatum((int64) (meta.build_id & INT64CONST(0x7FFFFFFFFFFFFFFF)));
 	values[15] = Int64GetDatum(meta.nfree);
 	values[16] = Int64GetDatum(meta.pq_trained_rows);
+	values[17] = Int32GetDatum(meta.nnodes > 0 ? Max(meta.nentries, 1) : 0);
+
+	/*
+	 * Live nodes no walk from the entry points over the neighbor store's
+	 * rows reaches: only when the stores are loaded already (gateann_verify
+	 * checks the records themselves).
+	 */
+	if (loaded && meta.nnodes > 0)
+	{
+		GateannStore *store = gateann_store_get(index, &meta);
+		uint8	   *reached = palloc_extended(((Size) meta.nnodes + 7) / 8,
+												  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+
+		values[18] = Int64GetDatum(gateann_store_unreachable(store, &meta, reached));
+		pfree(reached);
+	}
+	else if (meta.nnodes == 0)
+		values[18] = Int64GetDatum(0);
+	else
+		nulls[18] = true;
 
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));

@@ -56,8 +56,12 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
+#include "utils/float.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+
+/* Entry points an insert's search starts from (the nearest) */
+#define GATEANN_INSERT_ENTRY_SEEDS	4
 
 /* A node the search expanded */
 typedef struct Expanded
@@ -90,6 +94,10 @@ typedef struct InsertState
 	float	   *exp_vectors;
 	int			nexp;
 	uint32	   *exp_by_id;		/* positions in exp, ordered by node id */
+	bool		poor_code;		/* coded poorly (retrain.h) */
+	/* neighbors reverse-edge prunes dropped from their lists */
+	uint32		dropped[GATEANN_MAX_NEIGHBORS_LIMIT];
+	int			ndropped;
 	/* no live node found: the new node becomes the entry point */
 	bool		become_entry;
 	uint32		searched_entry;
@@ -142,13 +150,29 @@ insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max
 	int			fsize = 0;
 	int			nexp = 0;
 	uint32		entry = meta->entry_point;
+	uint32		seeds[GATEANN_MAX_ENTRIES + 1];
+	int			nseeds;
+	int			k;
 
+	/*
+	 * From the entry points nearest the new vector (the medoid alone in an
+	 * index without others), as a scan starts.
+	 */
 	is->searched_entry = entry;
 	if (!gateann_store_has(store, entry))
 		return 0;
-	visited[entry >> 3] |= 1 << (entry & 7);
-	frontier_add(f, &fsize, L, entry,
-				 gateann_pq_adc(is->table, store->codes + (Size) entry * m, m));
+	/* entry_point first: the others in the store's copy may have been deleted since */
+	seeds[0] = entry;
+	nseeds = 1 + Min(gateann_store_entries_by_distance(store, meta, is->table, seeds + 1),
+					 GATEANN_INSERT_ENTRY_SEEDS);
+	for (k = 0; k < nseeds; k++)
+	{
+		if (visited[seeds[k] >> 3] & (1 << (seeds[k] & 7)))
+			continue;
+		visited[seeds[k] >> 3] |= 1 << (seeds[k] & 7);
+		frontier_add(f, &fsize, L, seeds[k],
+					 gateann_pq_code_distance(is->table, gateann_store_code(store, seeds[k]), m));
+	}
 
 	while (nexp < max_exp)
 	{
@@ -192,7 +216,7 @@ insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max
 				continue;
 			visited[nb >> 3] |= 1 << (nb & 7);
 			frontier_add(f, &fsize, L, nb,
-						 gateann_pq_adc(is->table, store->codes + (Size) nb * m, m));
+						 gateann_pq_code_distance(is->table, gateann_store_code(store, nb), m));
 		}
 	}
 	return nexp;
@@ -337,7 +361,14 @@ write_record_pages(InsertState *is, GateannRecordLoc loc, Buffer *bufs, const bo
 								loc.block + meta->pages_per_record - m->node_start);
 		}
 		if (is->become_entry)
+		{
 			m->entry_point = id;
+			if (m->nentries > 0)
+				m->entries[0] = id;
+		}
+		m->pq_coded++;
+		if (is->poor_code)
+			m->pq_poor++;
 	}
 	GenericXLogFinish(state);
 }
@@ -528,9 +559,16 @@ exact_vector(InsertState *is, uint32 id, char *recbuf)
 	return GateannRecordVector(meta, recbuf);
 }
 
-/* Add the edge j -> p (p's vector is is->vector). */
-static void
-add_reverse_edge(InsertState *is, uint32 j, uint32 p)
+/*
+ * Add the edge j -> p (p's vector is is->vector), unless j's prune drops
+ * it; with `force`, p is kept anyway, within j's row of the neighbor store
+ * (the first r_max of its list, all tunneling follows), where it is moved
+ * if it was further back.  Neighbors that leave j's row are added to
+ * is->dropped (they may have lost their last in-edge there).  Returns p's
+ * position in j's list, -1 if it is not there.
+ */
+static int
+add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	int			R = meta->max_neighbors;
@@ -545,6 +583,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 				newdeg,
 				i,
 				k;
+	int			at;
 	float	   *jvec = is->jvec;
 
 	/*
@@ -555,7 +594,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 	gateann_read_record(is->index, meta, j, is->scratch, NULL);
 	hdr = *GateannRecordHeader(is->scratch);
 	if (hdr.node_id != j)
-		return;					/* reported by gateann_verify; not our business */
+		return -1;				/* reported by gateann_verify; not our business */
 	memcpy(jvec, GateannRecordVector(meta, is->scratch), sizeof(float) * dims);
 	deg = Min((int) hdr.nneighbors, R);
 	if (deg >= R)
@@ -578,18 +617,24 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 	if (hdr.flags & GATEANN_NODE_DELETED)
 	{
 		gateann_record_unlock(&ed);
-		return;
+		return -1;
 	}
-	for (i = 0; i < deg; i++)
+	for (i = 0; i < deg && list[i] != p; i++)
+		;
+	if (i < deg && (!force || i < is->r_max))
 	{
-		if (list[i] == p)
-		{
-			gateann_record_unlock(&ed);
-			return;
-		}
+		gateann_record_unlock(&ed);
+		return i;
 	}
 
-	if (deg < R)
+	if (i < deg)
+	{
+		/* already there, beyond the row: the force below moves it in */
+		memcpy(newlist, list, sizeof(uint32) * deg);
+		memmove(&newlist[i], &newlist[i + 1], sizeof(uint32) * (deg - 1 - i));
+		newdeg = deg - 1;
+	}
+	else if (deg < R)
 	{
 		memcpy(newlist, list, sizeof(uint32) * deg);
 		newlist[deg] = p;
@@ -617,9 +662,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 			if (k < nknown)
 				memcpy(dst, is->known + (Size) k * dims, sizeof(float) * dims);
 			else
-				gateann_pq_decode(&is->store->pq,
-								  is->store->codes + (Size) list[i] * meta->pq_subspaces,
-								  dst);
+				gateann_pq_decode(&is->store->pq, gateann_store_code(is->store, list[i]), dst);
 			ids[n++] = list[i];
 		}
 		memcpy(is->decoded + (Size) n * dims, is->vector, sizeof(float) * dims);
@@ -627,12 +670,112 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p)
 		newdeg = gateann_graph_prune_vectors(jvec, is->decoded, ids, n, dims,
 											 meta->alpha, R, is->r_max, newlist);
 	}
+	for (at = 0; at < newdeg && newlist[at] != p; at++)
+		;
+	if (at == newdeg)
+		at = -1;
+	if (force && (at < 0 || at >= is->r_max))
+	{
+		/* into the row; a full list loses its last (what leaves the row: below) */
+		int			pos = Min(newdeg, Max(is->r_max, 1) - 1);
 
+		if (at >= 0)
+		{
+			memmove(&newlist[at], &newlist[at + 1], sizeof(uint32) * (newdeg - 1 - at));
+			newdeg--;
+		}
+		if (newdeg < R)
+			newdeg++;
+		memmove(&newlist[pos + 1], &newlist[pos], sizeof(uint32) * (newdeg - 1 - pos));
+		newlist[pos] = p;
+		at = pos;
+	}
+
+	/*
+	 * What the prune took out of j's row of the neighbor store (its first
+	 * r_max neighbors, all tunneling follows): j's old neighbors there that
+	 * the new list drops or orders further back.
+	 */
+	for (i = 0; i < Min(deg, is->r_max); i++)
+	{
+		for (k = 0; k < Min(newdeg, is->r_max) && newlist[k] != list[i]; k++)
+			;
+		if (k == Min(newdeg, is->r_max) && list[i] != p &&
+			is->ndropped < GATEANN_MAX_NEIGHBORS_LIMIT)
+			is->dropped[is->ndropped++] = list[i];
+	}
 	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
 	gateann_record_put_list(meta, &ed, hdr.flags, newlist, newdeg);
 	gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
 	gateann_store_set_neighbors(is->store, j, newlist, newdeg);
 	gateann_record_unlock(&ed);
+	return at;
+}
+
+/*
+ * The neighbors reverse-edge prunes took out of their rows may have lost
+ * their last in-edge a tunneling search follows (the prune cannot know);
+ * each was next to a neighbor of the new node p, so p, reachable itself,
+ * keeps an edge to it while its list has room (in its own row too, while
+ * that is not full: p's prune seldom fills it).
+ */
+static void
+adopt_dropped(InsertState *is, uint32 p)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	GateannRecordEdit ed;
+	GateannNodeHeader hdr;
+	int			n,
+				i,
+				k,
+				before;
+
+	if (is->ndropped == 0)
+		return;
+	gateann_record_lock(is->index, meta, p, &ed);
+	n = gateann_record_get_list(meta, &ed, &hdr, list);
+	before = n;
+	for (i = 0; i < is->ndropped && n < meta->max_neighbors; i++)
+	{
+		uint32		x = is->dropped[i];
+
+		if (x == p || !gateann_store_has(is->store, x) || gateann_store_is_deleted(is->store, x))
+			continue;
+		for (k = 0; k < n && list[k] != x; k++)
+			;
+		if (k == n)
+			list[n++] = x;
+	}
+	if (n > before && hdr.node_id == p && !(hdr.flags & GATEANN_NODE_DELETED))
+	{
+		gateann_record_begin_change(is->index, &ed, InvalidBuffer);
+		gateann_record_put_list(meta, &ed, hdr.flags, list, n);
+		gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
+		gateann_store_set_neighbors(is->store, p, list, n);
+	}
+	gateann_record_unlock(&ed);
+}
+
+/* The exact distance the search found from the new vector to node id (or +inf) */
+static float
+expanded_distance(const InsertState *is, uint32 id)
+{
+	int			lo = 0,
+				hi = is->nexp;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (is->exp[is->exp_by_id[mid]].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < is->nexp && is->exp[is->exp_by_id[lo]].id == id)
+		return is->exp[is->exp_by_id[lo]].dist;
+	return get_float4_infinity();
 }
 
 /*
@@ -764,7 +907,14 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 		hdr->version = 1;
 		hdr->heap_tid = *heap_tid;
 		memcpy(GateannRecordVector(meta, is.record), is.vector, sizeof(float) * dims);
-		gateann_pq_encode(&is.store->pq, is.vector, GateannRecordPQCode(meta, is.record));
+		{
+			float		coarse_dist;
+
+			(void) gateann_pq_encode(&is.store->pq, is.vector,
+									 GateannRecordPQCode(meta, is.record), is.decoded,
+									 &coarse_dist);
+			is.poor_code = gateann_pq_code_is_poor(meta, coarse_dist);
+		}
 		if (meta->nfilter > 0)
 		{
 			GateannFilterLayout *layout = gateann_filter_layout_create(index);
@@ -776,7 +926,7 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 		}
 
 		/* 2. search (the graph is built on L2: see graph.c) */
-		is.table = palloc(sizeof(float) * meta->pq_subspaces * GATEANN_PQ_CENTROIDS);
+		is.table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
 		gateann_pq_distance_table(&is.store->pq, is.vector, GATEANN_PQ_L2, is.table);
 		max_exp = 2 * meta->build_search_list_size + meta->max_neighbors;
 		exp = palloc(sizeof(Expanded) * max_exp);
@@ -833,11 +983,33 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 	if (!is.become_entry)
 		nn = drop_deleted_neighbors(&is, id, nbrs, nn);
 
-	/* 5. reverse edges */
-	for (i = 0; i < nn; i++)
+	/*
+	 * 5. reverse edges.  Each neighbor's prune may drop the new node (it is
+	 * then in a crowded place, or far from everything: a row from a region
+	 * no build saw), and a list with room gets it at its end, beyond the
+	 * row tunneling follows; if no neighbor has it in its row, a search
+	 * that tunnels could not reach it, so the nearest neighbor puts it
+	 * there regardless.
+	 */
 	{
-		CHECK_FOR_INTERRUPTS();
-		add_reverse_edge(&is, nbrs[i], id);
+		int			linked = 0;
+		int			nearest = -1;
+
+		for (i = 0; i < nn; i++)
+		{
+			int			at;
+
+			CHECK_FOR_INTERRUPTS();
+			at = add_reverse_edge(&is, nbrs[i], id, false);
+			if (at >= 0 && at < is.r_max)
+				linked++;
+			if (nearest < 0 ||
+				expanded_distance(&is, nbrs[i]) < expanded_distance(&is, nbrs[nearest]))
+				nearest = i;
+		}
+		if (linked == 0 && nearest >= 0)
+			(void) add_reverse_edge(&is, nbrs[nearest], id, true);
+		adopt_dropped(&is, id);
 	}
 
 	/* was the store we updated replaced meanwhile?  Then update its successor */
@@ -858,7 +1030,7 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 
 	/* this row may be the one that makes the codebook due for retraining */
 	if (lockmode != NoLock)
-		gateann_retrain_if_due(index);
+		gateann_retrain_if_due(index, false);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

@@ -13,12 +13,14 @@
  * through; node records are written in the same order, so graph neighbors
  * also tend to share node pages.
  *
- * Two levels of 256 clusters (pq.c's k-means, on whole vectors): at a
- * million nodes, groups of about 15 nodes, whose PQ codes share a few cache
- * lines, within first-level clusters whose codes span about 16 pages.  With
- * one level a query's tunneling took about 15 % longer than with two, and
- * laying the groups out along a chain of nearest centroids helped a little
- * more (1M x 128, bench/RESULTS.md).
+ * Two levels of 256 clusters: the first is the PQ's coarse quantizer (pq.h:
+ * every code names its coarse centroid, so the groups come with the codes),
+ * the second a k-means of its own inside each large first-level group.  At
+ * a million nodes, groups of about 15 nodes, whose PQ codes share a few
+ * cache lines, within first-level clusters whose codes span about 16
+ * pages.  With one level a query's tunneling took about 15 % longer than
+ * with two, and laying the groups out along a chain of nearest centroids
+ * helped a little more (1M x 128, bench/RESULTS.md).
  */
 #include "order.h"
 #include "distance.h"
@@ -38,9 +40,9 @@
 /* offsets into the scratch area */
 typedef struct OrderScratch
 {
-	size_t		centroids;		/* 256 * dims floats */
+	size_t		centroids;		/* 256 * dims floats: a group's own centroids */
 	size_t		rows;			/* ORDER_SPLIT_SAMPLE * dims floats: a group's sample */
-	size_t		label;			/* n bytes: nearest centroid */
+	size_t		label;			/* n bytes: group of each id */
 	size_t		tmp;			/* n uint32 */
 	size_t		kmeans;			/* gateann_kmeans scratch */
 	size_t		total;
@@ -53,10 +55,9 @@ align_up(size_t x)
 }
 
 static void
-order_scratch_layout(uint32_t n, int nsample, int dims, OrderScratch *l)
+order_scratch_layout(uint32_t n, int dims, OrderScratch *l)
 {
 	size_t		off = 0;
-	int			ktrain = nsample > ORDER_SPLIT_SAMPLE ? nsample : ORDER_SPLIT_SAMPLE;
 
 	l->centroids = off;
 	off = align_up(off + (size_t) ORDER_CLUSTERS * dims * sizeof(float));
@@ -67,16 +68,16 @@ order_scratch_layout(uint32_t n, int nsample, int dims, OrderScratch *l)
 	l->tmp = off;
 	off = align_up(off + (size_t) n * sizeof(uint32_t));
 	l->kmeans = off;
-	off += gateann_kmeans_scratch_bytes(ktrain, dims);
+	off += gateann_kmeans_scratch_bytes(ORDER_SPLIT_SAMPLE, dims);
 	l->total = off;
 }
 
 size_t
-gateann_locality_order_scratch_bytes(uint32_t n, int nsample, int dims)
+gateann_locality_order_scratch_bytes(uint32_t n, int dims)
 {
 	OrderScratch l;
 
-	order_scratch_layout(n, nsample, dims, &l);
+	order_scratch_layout(n, dims, &l);
 	return ORDER_ALIGN + l.total;
 }
 
@@ -123,14 +124,13 @@ chain_centroids(const float *centroids, int dims, uint8_t rank[ORDER_CLUSTERS])
 }
 
 /*
- * Label ids[0..n) with the nearest of the 256 centroids and group them by
- * label, stably (counting sort), groups in chain_centroids' order; start[g]
+ * Group ids[0..n) by label[i] (the group of ids[i]), stably (counting
+ * sort), groups in chain_centroids' order of `centroids`; start[g]
  * receives where the g-th group begins.
  */
 static void
-group_by_nearest(const float *vectors, int dims, const float *centroids,
-				 uint32_t *ids, uint32_t n, uint8_t *label, uint32_t *tmp,
-				 uint32_t start[ORDER_CLUSTERS + 1], void (*check_interrupts) (void))
+group_by_label(const float *centroids, int dims, uint32_t *ids, uint32_t n,
+			   uint8_t *label, uint32_t *tmp, uint32_t start[ORDER_CLUSTERS + 1])
 {
 	uint8_t		rank[ORDER_CLUSTERS];
 	uint32_t	next = 0;
@@ -141,11 +141,8 @@ group_by_nearest(const float *vectors, int dims, const float *centroids,
 	memset(start, 0, sizeof(uint32_t) * (ORDER_CLUSTERS + 1));
 	for (i = 0; i < n; i++)
 	{
-		label[i] = rank[gateann_pq_nearest(centroids, vectors + (size_t) ids[i] * dims,
-										   dims, NULL)];
+		label[i] = rank[label[i]];
 		start[label[i]]++;
-		if (check_interrupts && (i & 4095) == 4095)
-			check_interrupts();
 	}
 	for (c = 0; c < ORDER_CLUSTERS; c++)
 	{
@@ -166,9 +163,8 @@ group_by_nearest(const float *vectors, int dims, const float *centroids,
 
 void
 gateann_locality_order(const float *vectors, uint32_t n, int dims,
-					   const float *sample, int nsample,
-					   uint64_t seed, int iterations,
-					   uint32_t *order, void *scratch,
+					   const float *coarse, const uint8_t *group, size_t group_stride,
+					   uint64_t seed, uint32_t *order, void *scratch,
 					   void (*check_interrupts) (void))
 {
 	char	   *base = (char *) align_up((size_t) (uintptr_t) scratch);
@@ -183,20 +179,20 @@ gateann_locality_order(const float *vectors, uint32_t n, int dims,
 	uint32_t	i;
 	int			g;
 
-	order_scratch_layout(n, nsample, dims, &l);
+	order_scratch_layout(n, dims, &l);
 	centroids = (float *) (base + l.centroids);
 	rows = (float *) (base + l.rows);
 	label = (uint8_t *) (base + l.label);
 	tmp = (uint32_t *) (base + l.tmp);
 	kscratch = base + l.kmeans;
 	for (i = 0; i < n; i++)
+	{
 		order[i] = i;
+		label[i] = group[(size_t) i * group_stride];
+	}
 
-	/* first level: 256 clusters of the whole set */
-	gateann_kmeans(centroids, sample, nsample, dims, seed, iterations, kscratch,
-				   check_interrupts);
-	group_by_nearest(vectors, dims, centroids, order, n, label, tmp, top,
-					 check_interrupts);
+	/* first level: the coarse groups */
+	group_by_label(coarse, dims, order, n, label, tmp, top);
 
 	/*
 	 * Second level: a large group (about 4,000 nodes per group at a million)
@@ -219,8 +215,14 @@ gateann_locality_order(const float *vectors, uint32_t n, int dims,
 		gateann_kmeans(centroids, rows, ns, dims,
 					   seed ^ ((uint64_t) (g + 1) * UINT64_C(0x9E3779B97F4A7C15)),
 					   ORDER_SPLIT_ITERATIONS, kscratch, check_interrupts);
-		group_by_nearest(vectors, dims, centroids, ids, size, label, tmp, sub,
-						 check_interrupts);
+		for (i = 0; i < size; i++)
+		{
+			label[i] = (uint8_t) gateann_pq_nearest(centroids, vectors + (size_t) ids[i] * dims,
+													dims, NULL);
+			if (check_interrupts && (i & 4095) == 4095)
+				check_interrupts();
+		}
+		group_by_label(centroids, dims, ids, size, label, tmp, sub);
 	}
 }
 

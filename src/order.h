@@ -16,20 +16,21 @@
  */
 #define GATEANN_ORDER_MIN_NODES		1024
 
-/* Scratch bytes of gateann_locality_order for n nodes, nsample of them sampled. */
-extern size_t gateann_locality_order_scratch_bytes(uint32_t n, int nsample, int dims);
+/* Scratch bytes of gateann_locality_order for n nodes. */
+extern size_t gateann_locality_order_scratch_bytes(uint32_t n, int dims);
 
 /*
  * Choose the order in which n vectors (rows of dims floats) are numbered:
- * order[new id] = old id.  The vectors are grouped by their nearest of 256
- * k-means centroids trained on sample (nsample >= 256 rows of dims floats,
- * seed and iterations as gateann_kmeans), and a group of 512 or more again
- * by 256 centroids of its own; within a group, old ids keep their order.
- * Deterministic.  check_interrupts as in pq.h.
+ * order[new id] = old id.  The vectors are grouped by their first-level
+ * group (group[i * group_stride] for vector i: the coarse centroid its PQ
+ * code names, one of the 256 `coarse` centroids of dims floats), and a
+ * group of 512 or more again by 256 k-means centroids of its own (seeded
+ * from seed); within a group, old ids keep their order.  Deterministic.
+ * check_interrupts as in pq.h.
  */
 extern void gateann_locality_order(const float *vectors, uint32_t n, int dims,
-								   const float *sample, int nsample,
-								   uint64_t seed, int iterations,
+								   const float *coarse, const uint8_t *group,
+								   size_t group_stride, uint64_t seed,
 								   uint32_t *order, void *scratch,
 								   void (*check_interrupts) (void));
 

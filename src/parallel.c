@@ -34,6 +34,8 @@ typedef struct GraphShared
 	float		alpha;			/* of the current pass */
 	int			pass;
 	uint32		medoid;
+	int			nentries;
+	uint32		entries[GATEANN_MAX_ENTRIES];
 	pg_atomic_uint32 next;		/* next index into order[] to claim */
 	pg_atomic_uint32 done;		/* visited in this pass */
 
@@ -53,6 +55,8 @@ layout_shared(GraphShared *sh, const GateannGraph *g)
 {
 	Size		off = BUFFERALIGN(sizeof(GraphShared));
 	int			cap = gateann_graph_capacity(g->R);
+
+	memset(sh, 0, sizeof(GraphShared));
 
 	sh->vectors_off = off;
 	off += BUFFERALIGN((Size) g->n * g->dims * sizeof(float));
@@ -93,6 +97,8 @@ attach_graph(GraphShared *sh, GateannGraph *g)
 	g->order = (uint32 *) (base + sh->order_off);
 	g->locks = (slock_t *) (base + sh->locks_off);
 	g->medoid = sh->medoid;
+	g->nentries = sh->nentries;
+	memcpy(g->entries, sh->entries, sizeof(uint32) * sh->nentries);
 }
 
 static void
@@ -133,7 +139,8 @@ gateann_parallel_graph_main(dsm_segment *seg, shm_toc *toc)
 }
 
 bool
-gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha, int r_max, int nworkers,
+gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nentries,
+							 int L, float alpha, int r_max, int nworkers,
 							 void (*progress) (int pass, uint32 done, uint32 total))
 {
 	ParallelContext *pcxt;
@@ -169,8 +176,10 @@ gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha, int r_max,
 	memcpy((char *) sh + sh->vectors_off, graph->vectors,
 		   (Size) graph->n * graph->dims * sizeof(float));
 	attach_graph(sh, &g);
-	gateann_graph_init(&g);
+	gateann_graph_init(&g, entries, nentries);
 	sh->medoid = g.medoid;
+	sh->nentries = g.nentries;
+	memcpy(sh->entries, g.entries, sizeof(uint32) * g.nentries);
 	shm_toc_insert(pcxt->toc, PARALLEL_KEY_GRAPH, sh);
 
 	s = gateann_graph_scratch_create(&g, L);
@@ -189,10 +198,13 @@ gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha, int r_max,
 		WaitForParallelWorkersToFinish(pcxt);
 	}
 	gateann_graph_finish(&g, s, alpha, r_max);
+	(void) gateann_graph_connect(&g, s, L, r_max);
 
 	/* hand the result back in private memory: the segment goes away */
 	graph->capacity = cap;
 	graph->medoid = g.medoid;
+	graph->nentries = g.nentries;
+	memcpy(graph->entries, g.entries, sizeof(uint32) * g.nentries);
 	graph->locks = NULL;
 	graph->adj = palloc_extended((Size) graph->n * cap * sizeof(uint32), MCXT_ALLOC_HUGE);
 	graph->degree = palloc_extended((Size) graph->n * sizeof(uint16), MCXT_ALLOC_HUGE);

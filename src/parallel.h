@@ -18,7 +18,8 @@ extern Size gateann_parallel_graph_bytes(const GateannGraph *graph);
  * current memory context and true is returned; false means no dynamic
  * shared memory could be had and the caller should build serially.
  */
-extern bool gateann_graph_build_parallel(GateannGraph *graph, int L, float alpha,
+extern bool gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries,
+										 int nentries, int L, float alpha,
 										 int r_max, int nworkers,
 										 void (*progress) (int pass, uint32 done, uint32 total));
 

@@ -1,61 +1,119 @@
 /*
- * pq.h — product quantization: k-means training of per-subspace codebooks,
- * encoding, and per-query distance tables.
+ * pq.h — residual product quantization: a coarse k-means quantizer of whole
+ * vectors, and product quantization of what it leaves (the residual);
+ * training, encoding, and per-query distance tables.
  *
  * Plain C (no PostgreSQL headers) so it can be unit-tested on its own.  It
  * never allocates: callers pass every buffer, sized with the *_bytes()
  * helpers, so the AM can account for memory against maintenance_work_mem and
  * use its own memory contexts.
  *
- * A vector of `dims` floats is split into `m` contiguous subspaces.  When m
- * does not divide dims, the first (dims % m) subspaces get one extra
- * dimension.  Each subspace has GATEANN_PQ_CENTROIDS centroids; a code is one
- * byte per subspace.
+ * Why residuals: PQ spends its 256 centroids per subspace on where most of
+ * the variance is.  In clustered data that is the spread between clusters,
+ * and the small differences that rank a query's nearest neighbors inside
+ * its cluster are coded coarsely: at 384 and 960 dimensions the PQ ranking
+ * missed most of the true neighbors.  Coding x - c(x), with c(x) the
+ * nearest of 256 coarse centroids, puts the codebooks on that local spread.
+ *
+ * A vector of `dims` floats: coarse centroid a = argmin ||x - C_a||, and the
+ * residual r = x - C_a split into `m` contiguous subspaces (when m does not
+ * divide dims, the first (dims % m) subspaces get one extra dimension), each
+ * with GATEANN_PQ_CENTROIDS centroids.  A code is gateann_pq_code_bytes(m)
+ * bytes:
+ *
+ *   m bytes    the residual's centroid in each subspace
+ *   1 byte     a, the coarse centroid
+ *   4 bytes    float4 (unaligned) ||r'||^2 + 2 <C_a, r'>, r' the coded
+ *              residual: the part of the distance that depends on the node
+ *              alone (see gateann_pq_code_distance)
  */
 #ifndef GATEANN_PQ_H
 #define GATEANN_PQ_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
+
+#include "distance.h"
 
 #define GATEANN_PQ_CENTROIDS 256
 #define GATEANN_PQ_MAX_SUBSPACES 1024
+/* The largest default code (gateann_pq_default_subspaces) */
+#define GATEANN_PQ_DEFAULT_MAX 256
+
+/* Code bytes beyond the m subspace bytes: the coarse id and a float4 */
+#define GATEANN_PQ_CODE_EXTRA 5
 
 /* Distance kinds a distance table can be built for. */
 typedef enum GateannPQMetric
 {
-	GATEANN_PQ_L2 = 0,			/* table[s][c] = ||q_s - c||^2 */
-	GATEANN_PQ_IP = 1			/* table[s][c] = -<q_s, c> (smaller is closer) */
+	GATEANN_PQ_L2 = 0,			/* squared L2 distance */
+	GATEANN_PQ_IP = 1			/* -<q, x> (smaller is closer) */
 } GateannPQMetric;
 
 /*
- * Codebook view.  centroids points at dims*256 floats laid out subspace by
- * subspace: subspace s occupies
+ * Codebook view.  centroids points at dims*256 floats of residual
+ * codebooks laid out subspace by subspace: subspace s occupies
  * 256 * sub_dims(s) floats starting at float offset 256 * sub_offset(s),
  * centroid c of subspace s starts at 256*sub_offset(s) + c*sub_dims(s).
- * (So the codebook is exactly dims*256 floats for any m.)
+ * coarse points at the 256 coarse centroids, dims floats each.  On disk and
+ * in the stores both follow each other in one block of
+ * gateann_pq_codebook_bytes (gateann_pq_attach).
  */
 typedef struct GateannPQ
 {
 	int			dims;
 	int			m;
 	float	   *centroids;		/* dims * 256 floats, see above */
+	float	   *coarse;			/* 256 * dims floats */
 } GateannPQ;
+
+/* Point pq at a codebook block of gateann_pq_codebook_bytes(dims). */
+static inline void
+gateann_pq_attach(GateannPQ *pq, int dims, int m, float *codebook)
+{
+	pq->dims = dims;
+	pq->m = m;
+	pq->centroids = codebook;
+	pq->coarse = codebook + (size_t) dims * GATEANN_PQ_CENTROIDS;
+}
+
+/* Bytes of one code */
+static inline size_t
+gateann_pq_code_bytes(int m)
+{
+	return (size_t) m + GATEANN_PQ_CODE_EXTRA;
+}
+
+/* The coarse centroid a code is relative to (its k-means group) */
+static inline int
+gateann_pq_code_group(const uint8_t *code, int m)
+{
+	return code[m];
+}
+
+/* Floats of a distance table: m * 256 residual terms, 256 coarse, 1 weight */
+static inline size_t
+gateann_pq_table_floats(int m)
+{
+	return (size_t) m * GATEANN_PQ_CENTROIDS + GATEANN_PQ_CENTROIDS + 1;
+}
 
 /* First dimension of subspace s, and its width. */
 extern int	gateann_pq_sub_offset(int dims, int m, int s);
 extern int	gateann_pq_sub_dims(int dims, int m, int s);
 
-/* Bytes of codebook for (dims): dims * 256 * sizeof(float). */
+/* Bytes of codebook for (dims): residual codebooks and coarse centroids. */
 extern size_t gateann_pq_codebook_bytes(int dims);
 
 /*
  * Default number of subspaces for a dimension count: a divisor of dims close
- * to dims/4, never more than 96, never less than 1.  Exactly: with
- * T = min(96, max(1, dims/4)), the largest divisor d of dims with
- * T/2 <= d <= T (i.e. [dims/8, dims/4] while dims <= 768, [48, 96] above);
- * if dims has no divisor in that range, T with the uneven split described
- * above.  E.g. 128 -> 32, 768 -> 96, 16000 -> 80, 13 -> 3, 3 -> 1.
+ * to dims/4, a byte per dimension up to 8 dimensions, at most 256.
+ * Exactly: with T = min(256, max(dims/4, min(dims, 8))), the largest
+ * divisor d of dims with T/2 <= d <= T, if there is one; if not, T with
+ * the uneven split described above.  E.g. 2 -> 2, 8 -> 8, 12 -> 6,
+ * 20 -> 5, 128 -> 32, 384 -> 96, 960 -> 240, 1536 -> 256, 16000 -> 250,
+ * 13 -> 8 (uneven).
  */
 extern int	gateann_pq_default_subspaces(int dims);
 
@@ -63,38 +121,77 @@ extern int	gateann_pq_default_subspaces(int dims);
 extern size_t gateann_pq_train_scratch_bytes(int n, int dims, int m);
 
 /*
- * Train pq->centroids (caller-allocated, gateann_pq_codebook_bytes(dims))
- * with k-means (k-means++-free: deterministic initialisation from a seeded
- * PRNG choosing distinct sample rows, then Lloyd iterations; empty clusters
- * re-seeded deterministically from the point farthest from its centroid).
- * Same inputs + seed => bit-identical codebook.  If n < 256, centroid c of a
- * subspace is sample row (c % n)'s slice.  n == 0 leaves all centroids zero.
- * check_interrupts, if not NULL, is called at least once per iteration and per
- * subspace (the AM passes a function that runs CHECK_FOR_INTERRUPTS; it may
- * longjmp out, so hold no state that needs cleanup across it).
+ * Train the codebook pq points at (gateann_pq_attach): the coarse centroids
+ * by k-means over the sample's rows, then each subspace's centroids by
+ * k-means over the sample's residuals.  The sample (n rows of dims floats)
+ * is overwritten with its residuals.  k-means is k-means++-free:
+ * deterministic initialisation from a seeded PRNG choosing distinct sample
+ * rows, then Lloyd iterations; empty clusters re-seeded deterministically
+ * from the point farthest from its centroid.  Same inputs + seed =>
+ * bit-identical codebook.  With n < 256, coarse centroid c is sample row
+ * (c % n) (and the residual codebooks are trained on residuals of 0).
+ * n == 0 leaves every centroid zero.  check_interrupts, if not NULL, is
+ * called at least once per iteration and per subspace (the AM passes a
+ * function that runs CHECK_FOR_INTERRUPTS; it may longjmp out, so hold no
+ * state that needs cleanup across it).
  */
-extern void gateann_pq_train(GateannPQ *pq, const float *sample, int n,
+extern void gateann_pq_train(GateannPQ *pq, float *sample, int n,
 							 uint64_t seed, int iterations, void *scratch,
 							 void (*check_interrupts) (void));
 
 /*
  * The same k-means over whole rows: C (caller-allocated, 256 * w floats)
  * receives 256 centroids of the n >= 256 rows of w floats in X.  Used to
- * cluster full vectors (order.c).  Scratch: gateann_kmeans_scratch_bytes.
+ * split large groups of full vectors (order.c).  Scratch:
+ * gateann_kmeans_scratch_bytes.
  */
 extern size_t gateann_kmeans_scratch_bytes(int n, int w);
 extern void gateann_kmeans(float *C, const float *X, int n, int w, uint64_t seed,
 						   int iterations, void *scratch,
 						   void (*check_interrupts) (void));
 
-/* Encode one vector into m bytes (nearest centroid per subspace, L2). */
-extern void gateann_pq_encode(const GateannPQ *pq, const float *vec, uint8_t *code);
+/*
+ * Encode one vector into gateann_pq_code_bytes(m) bytes; work: dims floats.
+ * Returns the squared reconstruction error ||vec - decode(code)||^2; the
+ * squared distance from vec to its coarse centroid goes to *coarse_dist
+ * unless that is NULL.
+ */
+extern float gateann_pq_encode(const GateannPQ *pq, const float *vec, uint8_t *code,
+							   float *work, float *coarse_dist);
+
+/*
+ * The mean squared distance from a coarse centroid to the nearest other
+ * one (distinct ones only; 0 if all are equal): how far apart the regions
+ * the training saw are.  A vector much farther than that from its coarse
+ * centroid lies where the training saw nothing.
+ */
+extern float gateann_pq_coarse_spacing(const GateannPQ *pq);
 
 /* Reconstruct the approximate vector a code stands for (dims floats). */
 extern void gateann_pq_decode(const GateannPQ *pq, const uint8_t *code, float *out);
 
-/* Fill table (m * 256 floats) for query q under metric. */
+/* Fill table (gateann_pq_table_floats(m) floats) for query q under metric. */
 extern void gateann_pq_distance_table(const GateannPQ *pq, const float *query,
 									  GateannPQMetric metric, float *table);
+
+/*
+ * The distance a table gives a code (the table's metric):
+ *
+ *   L2: ||q - C_a - r'||^2 = ||q - C_a||^2 - 2 <q, r'> + (||r'||^2 + 2 <C_a, r'>)
+ *   IP: -<q, C_a + r'>     = -<q, C_a> - <q, r'>
+ *
+ * The residual sum is one ADC over the m subspace terms (distance.h's
+ * kernel), the coarse term one lookup, the last term the code's own float
+ * (weight 1 in an L2 table, 0 in an IP table).
+ */
+static inline float
+gateann_pq_code_distance(const float *table, const uint8_t *code, int m)
+{
+	const float *tail = table + (size_t) m * GATEANN_PQ_CENTROIDS;
+	float		bias;
+
+	memcpy(&bias, code + m + 1, sizeof(float));
+	return gateann_pq_adc(table, code, m) + tail[code[m]] + tail[GATEANN_PQ_CENTROIDS] * bias;
+}
 
 #endif							/* GATEANN_PQ_H */

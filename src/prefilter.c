@@ -92,19 +92,19 @@ gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 		 * codes a few candidates ahead so that the cache misses overlap.
 		 */
 		for (i = 0; i < Min(n, PREFILTER_PREFETCH); i++)
-			gateann_prefetch(store->codes + (Size) ids[i] * m);
+			gateann_prefetch(gateann_store_code(store, ids[i]));
 		for (i = 0; i < n; i++)
 		{
 			uint32		id = ids[i];
 			GateannPrefilterCand *c;
 
 			if (i + PREFILTER_PREFETCH < n)
-				gateann_prefetch(store->codes + (Size) ids[i + PREFILTER_PREFETCH] * m);
+				gateann_prefetch(gateann_store_code(store, ids[i + PREFILTER_PREFETCH]));
 			if (!store_live(store, id))
 				continue;
 			c = &pf->cands[pf->ncands++];
 			c->id = id;
-			c->dist = gateann_pq_adc(table, store->codes + (Size) id * m, m);
+			c->dist = gateann_pq_code_distance(table, gateann_store_code(store, id), m);
 		}
 		CHECK_FOR_INTERRUPTS();
 	}

@@ -97,17 +97,19 @@ write_pages(Relation index, uint16 kind, const char *data, Size total,
 	return blkno;
 }
 
-/* A codebook trained on n sample vectors (palloc'd). */
+/*
+ * A codebook trained on n sample vectors (palloc'd; the sample is
+ * overwritten, see gateann_pq_train).
+ */
 static float *
-train_codebook(const float *sample, int n, int dims, int m)
+train_codebook(float *sample, int n, int dims, int m)
 {
 	GateannPQ	pq;
 	void	   *scratch;
 
-	pq.dims = dims;
-	pq.m = m;
-	pq.centroids = palloc_extended(gateann_pq_codebook_bytes(dims),
-								   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	gateann_pq_attach(&pq, dims, m,
+					  palloc_extended(gateann_pq_codebook_bytes(dims),
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
 	scratch = palloc_extended(gateann_pq_train_scratch_bytes(n, dims, m), MCXT_ALLOC_HUGE);
 	gateann_pq_train(&pq, sample, n, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
 					 scratch, train_interrupts);
@@ -155,7 +157,12 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 	meta->pq_subspaces = m;
 	gateann_filter_build_dictionaries(index, meta, filters, NULL, 0, &dict);
 	gateann_layout_records(meta);
-	centroids = train_codebook(vector, 1, dims, m);
+	{
+		float	   *copy = palloc(sizeof(float) * dims);
+
+		memcpy(copy, vector, sizeof(float) * dims);
+		centroids = train_codebook(copy, 1, dims, m);
+	}
 
 	blkno = RelationGetNumberOfBlocks(index);
 	meta->codebook_start = blkno;
@@ -186,6 +193,7 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 	meta->node_pages = 0;
 	meta->nnodes = meta->ndeleted = meta->nfree = meta->free_cursor = 0;
 	meta->entry_point = InvalidNodeId;
+	meta->nentries = 0;
 	meta->build_id = gateann_new_build_id(index);
 	meta->pq_trained_rows = 1;
 	meta->pq_retrain_at = gateann_pq_next_retrain(1);
@@ -205,6 +213,14 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 							 RelationGetRelationName(index), dims)));
 }
 
+/* Have enough inserted rows been coded poorly (retrain.h)? */
+static bool
+codes_drifted(const GateannMetaPageData *meta)
+{
+	return meta->pq_poor >= Max(64, meta->pq_trained_rows / 32) &&
+		(uint64) meta->pq_poor * 4 >= meta->pq_coded;
+}
+
 LOCKMODE
 gateann_insert_lock(Relation index, GateannMetaPageData *meta,
 					const float *vector, int dims)
@@ -218,8 +234,8 @@ gateann_insert_lock(Relation index, GateannMetaPageData *meta,
 			bootstrap(index, meta, vector, dims);
 		return ExclusiveLock;
 	}
-	if (meta->pq_retrain_at == 0)
-		return NoLock;			/* final codebook: it never changes again */
+	if (meta->pq_retrain_at == 0 && !codes_drifted(meta))
+		return NoLock;			/* final codebook: it changes only if inserts drift */
 	LockPage(index, GATEANN_METAPAGE_BLKNO, ShareLock);
 	gateann_read_meta(index, meta);
 	return ShareLock;
@@ -233,10 +249,14 @@ gateann_insert_unlock(Relation index, LOCKMODE mode)
 }
 
 static bool
-retrain_due(const GateannMetaPageData *meta)
+retrain_due(const GateannMetaPageData *meta, bool by_vacuum)
 {
-	return meta->dims > 0 && meta->nnodes > 0 && meta->pq_retrain_at != 0 &&
-		GATEANN_LIVE_NODES(meta) >= (int64) meta->pq_retrain_at;
+	if (meta->dims == 0 || meta->nnodes == 0)
+		return false;
+	if (meta->pq_retrain_at != 0 && GATEANN_LIVE_NODES(meta) >= (int64) meta->pq_retrain_at)
+		return true;
+	return codes_drifted(meta) &&
+		(by_vacuum || GATEANN_LIVE_NODES(meta) <= GATEANN_RETRAIN_BY_INSERT_MAX);
 }
 
 /*
@@ -316,15 +336,43 @@ write_record_bytes(Relation index, const GateannMetaPageData *meta, uint32 id,
 		UnlockReleaseBuffer(bufs[k - first]);
 }
 
+/* Per coarse group, the live node nearest its centroid so far */
+typedef struct GroupMedoids
+{
+	uint32		id[GATEANN_PQ_CENTROIDS];
+	float		dist[GATEANN_PQ_CENTROIDS];
+} GroupMedoids;
+
+static inline void
+note_medoid(GroupMedoids *gm, const uint8 *code, int m, uint32 id, float dist)
+{
+	int			g = gateann_pq_code_group(code, m);
+
+	if (gm->id[g] == InvalidNodeId || dist < gm->dist[g])
+	{
+		gm->id[g] = id;
+		gm->dist[g] = dist;
+	}
+}
+
 /*
  * Re-encode every node that is not a free slot (deleted nodes still route
- * searches, by their codes) with pq.  Returns how many.
+ * searches, by their codes) with pq, noting in gm the live node of each
+ * coarse group nearest its centroid (the new entry points).  Returns how
+ * many.
  */
 static uint32
-reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq)
+reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
+		 GroupMedoids *gm)
 {
-	uint8	   *code = palloc(meta->pq_subspaces);
+	Size		cb = gateann_pq_code_bytes(meta->pq_subspaces);
+	uint8	   *code = palloc(cb);
+	float	   *work = palloc(sizeof(float) * meta->dims);
 	uint32		done = 0;
+	int			g;
+
+	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
+		gm->id[g] = InvalidNodeId;
 
 	if (meta->records_per_page > 0)
 	{
@@ -353,10 +401,15 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq)
 				char	   *rec = PageGetContents(page) + (Size) s * meta->record_size;
 				GateannNodeHeader *hdr = GateannRecordHeader(rec);
 
+				float		d;
+
 				if (hdr->node_id != first + s || (hdr->flags & GATEANN_NODE_FREE))
 					continue;
-				gateann_pq_encode(pq, GateannRecordVector(meta, rec),
-								  GateannRecordPQCode(meta, rec));
+				(void) gateann_pq_encode(pq, GateannRecordVector(meta, rec),
+										 GateannRecordPQCode(meta, rec), work, &d);
+				if (!(hdr->flags & GATEANN_NODE_DELETED))
+					note_medoid(gm, GateannRecordPQCode(meta, rec), meta->pq_subspaces,
+								first + s, d);
 				done++;
 			}
 			GenericXLogFinish(state);
@@ -371,31 +424,36 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq)
 		for (id = 0; id < meta->nnodes; id++)
 		{
 			GateannNodeHeader *hdr;
+			float		d;
 
 			CHECK_FOR_INTERRUPTS();
 			gateann_read_record(index, meta, id, rec, NULL);
 			hdr = GateannRecordHeader(rec);
 			if (hdr->node_id != id || (hdr->flags & GATEANN_NODE_FREE))
 				continue;
-			gateann_pq_encode(pq, GateannRecordVector(meta, rec), code);
+			(void) gateann_pq_encode(pq, GateannRecordVector(meta, rec), code, work, &d);
+			if (!(hdr->flags & GATEANN_NODE_DELETED))
+				note_medoid(gm, code, meta->pq_subspaces, id, d);
 			write_record_bytes(index, meta, id, meta->pqcode_offset, (const char *) code,
-							   meta->pq_subspaces);
+							   cb);
 			done++;
 		}
 		pfree(rec);
 	}
 	pfree(code);
+	pfree(work);
 	return done;
 }
 
 bool
-gateann_retrain_if_due(Relation index)
+gateann_retrain_if_due(Relation index, bool by_vacuum)
 {
 	GateannMetaPageData meta;
 	MemoryContext cxt,
 				oldcxt;
 	GateannMetaPageData newmeta;
 	GateannPQ	pq;
+	GroupMedoids gm;
 	float	   *sample;
 	uint8	   *areas = NULL;
 	bool		new_dict = false;
@@ -411,11 +469,11 @@ gateann_retrain_if_due(Relation index)
 	GateannMetaPageData *disk;
 
 	gateann_read_meta(index, &meta);
-	if (!retrain_due(&meta))
+	if (!retrain_due(&meta, by_vacuum))
 		return false;
 	LockPage(index, GATEANN_METAPAGE_BLKNO, ExclusiveLock);
 	gateann_read_meta(index, &meta);
-	if (!retrain_due(&meta))
+	if (!retrain_due(&meta, by_vacuum))
 	{
 		UnlockPage(index, GATEANN_METAPAGE_BLKNO, ExclusiveLock);
 		return false;			/* someone else did it meanwhile */
@@ -439,9 +497,8 @@ gateann_retrain_if_due(Relation index)
 		areas = palloc_extended((Size) cap * meta.filter_size, MCXT_ALLOC_HUGE);
 	nsample = collect_sample(index, &meta, sample, areas, cap);
 
-	pq.dims = meta.dims;
-	pq.m = meta.pq_subspaces;
-	pq.centroids = train_codebook(sample, nsample, meta.dims, meta.pq_subspaces);
+	gateann_pq_attach(&pq, meta.dims, meta.pq_subspaces,
+					  train_codebook(sample, nsample, meta.dims, meta.pq_subspaces));
 	pfree(sample);
 
 	if (write_pages(index, GATEANN_PAGE_CODEBOOK, (const char *) pq.centroids,
@@ -449,7 +506,7 @@ gateann_retrain_if_due(Relation index)
 		meta.codebook_start + meta.codebook_pages)
 		elog(ERROR, "gateann: codebook of index \"%s\" changed size",
 			 RelationGetRelationName(index));
-	reencoded = reencode(index, &meta, &pq);
+	reencoded = reencode(index, &meta, &pq, &gm);
 
 	/*
 	 * New filter dictionaries from the same sample, into the area the
@@ -489,6 +546,31 @@ gateann_retrain_if_due(Relation index)
 	disk->build_id = gateann_new_build_id(index);
 	disk->pq_trained_rows = (uint32) nsample;
 	disk->pq_retrain_at = next;
+	disk->pq_spacing = gateann_pq_coarse_spacing(&pq);
+	disk->pq_coded = disk->pq_poor = 0;
+	/*
+	 * The new groups' medoids join the entry points while there is room
+	 * (an index grown from no rows gets its first ones so).  None is taken
+	 * away: every live node is reachable from the entry points as they are
+	 * (inserts keep it so), and fewer could strand some.
+	 */
+	if (disk->entry_point != InvalidNodeId)
+	{
+		int			g;
+		uint32		k;
+
+		if (disk->nentries == 0)
+			disk->entries[disk->nentries++] = disk->entry_point;
+		for (g = 0; g < GATEANN_PQ_CENTROIDS && disk->nentries < GATEANN_MAX_ENTRIES; g++)
+		{
+			if (gm.id[g] == InvalidNodeId)
+				continue;
+			for (k = 0; k < disk->nentries && disk->entries[k] != gm.id[g]; k++)
+				;
+			if (k == disk->nentries)
+				disk->entries[disk->nentries++] = gm.id[g];
+		}
+	}
 	if (new_dict)
 	{
 		memcpy(disk->filter, newmeta.filter, sizeof(disk->filter));

@@ -59,6 +59,11 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+/* A filtered search's list is at most this many times L (first_list_size) */
+#define GATEANN_LIST_SCALE_MAX	64
+/* ... and never longer than this */
+#define GATEANN_MAX_LIST_SIZE	1000000
+
 typedef struct FrontierEntry
 {
 	float		dist;			/* PQ distance */
@@ -126,6 +131,8 @@ typedef struct GateannScanOpaqueData
 	GateannPrefilter pf;
 	double		filter_fraction;	/* sampled share of nodes passing the filter store */
 	int64		tunneled;		/* nodes crossed in memory */
+	int64		matched;		/* read nodes that passed the filter */
+	bool		all_entries_seeded; /* every entry point was put into the list */
 
 	FrontierEntry *frontier;
 	int			fsize;
@@ -340,9 +347,20 @@ static inline float
 pq_distance(GateannScanOpaque so, uint32 id)
 {
 	gateann_last_scan_stats.pq_distances++;
-	return gateann_pq_adc(so->table,
-						  so->store->codes + (Size) id * so->meta.pq_subspaces,
-						  so->meta.pq_subspaces);
+	return gateann_pq_code_distance(so->table, gateann_store_code(so->store, id),
+									so->meta.pq_subspaces);
+}
+
+/* Entry points a search starts from (the nearest; in gate mode also the nearest matching) */
+#define SCAN_ENTRY_SEEDS	4
+
+static void
+seed_one(GateannScanOpaque so, uint32 id)
+{
+	if (id >= so->store->capacity || !gateann_store_has(so->store, id) ||
+		visited_test_and_set(so, id))
+		return;
+	frontier_insert(so, id, pq_distance(so, id));
 }
 
 /*
@@ -366,7 +384,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 		/* (a node being inserted right now is not in the store yet) */
 		if (!gateann_store_has(so->store, nb) || visited_test_and_set(so, nb))
 			continue;
-		gateann_prefetch(so->store->codes + (Size) nb * so->meta.pq_subspaces);
+		gateann_prefetch(gateann_store_code(so->store, nb));
 		nbrs[keep++] = nb;
 	}
 	for (i = 0; i < keep; i++)
@@ -488,6 +506,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 			r.tid = hdr->heap_tid;
 			r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
 			heap_push(&so->results, r);
+			so->matched++;
 		}
 	}
 
@@ -696,10 +715,27 @@ grow_list(GateannScanOpaque so)
 	so->L = newL;
 }
 
-/* Grow the list and pull back evicted candidates; false if none remain. */
+/*
+ * Grow the list and pull back evicted candidates; false if none remain.
+ * When none do, the walk has reached all it can from where it started:
+ * it goes on from every entry point it has not visited (each live node is
+ * reachable from one of them, see src/README), once.
+ */
 static bool
 resume_search(GateannScanOpaque so)
 {
+	if (!so->exhausted && so->evicted.size == 0 && !so->all_entries_seeded)
+	{
+		uint32		ids[GATEANN_MAX_ENTRIES];
+		int			n = gateann_store_entries_by_distance(so->store, &so->meta, so->table, ids);
+		int			i;
+
+		so->all_entries_seeded = true;
+		grow_list(so);
+		for (i = 0; i < n; i++)
+			seed_one(so, ids[i]);
+		return so->first_unexpanded < so->fsize;
+	}
 	if (so->exhausted || so->evicted.size == 0)
 	{
 		so->exhausted = true;
@@ -766,50 +802,73 @@ prefilter_resume(GateannScanOpaque so)
 static bool
 choose_prefilter(GateannScanOpaque so)
 {
-	so->filter_fraction = 1.0;
 	if (!so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE ||
 		gateann_prefilter_selectivity <= 0.0)
 		return false;
-	so->filter_fraction = gateann_prefilter_estimate(so->filter, so->store, so->meta.nnodes,
-													 GATEANN_PREFILTER_SAMPLE,
-													 GATEANN_PREFILTER_SAMPLE_PASS);
 	return so->filter_fraction <= gateann_prefilter_selectivity;
 }
 
 /*
- * After the first round of a graph search (nothing returned yet): did the
- * walk meet matching nodes far more rarely than the filter matches over
- * the whole index?  Then they lie away from the query -- filter values that
- * follow the vector clusters, and a query asking for another cluster's --
- * where a walk toward the query does not lead, however long the list.
- * Pre-filter instead, if its PQ distances (one per matching node) cost no
- * more than about the walk it would take to read L matching nodes at the
- * rate seen (a crossed node costs R_max PQ distances and a random row of
- * the neighbor store).
+ * The list size of a search's first round.  L counts candidates that may
+ * match: a filter passed by a share s of the nodes gets a list of L / s
+ * (at most GATEANN_LIST_SCALE_MAX times L), so that the round reaches about
+ * L matching nodes, as an unfiltered one reaches L nodes.  With a list of L
+ * alone, a 5 % filter left a round about 5 matching nodes among the L
+ * nearest: fewer than a LIMIT 10 wants, and not its nearest matches.  In
+ * gate mode the others cost no read (they are crossed in memory).
+ */
+static int
+first_list_size(GateannScanOpaque so)
+{
+	double		L = Max(gateann_search_list_size, 1);
+	double		scale = 1.0;
+
+	if (so->filtering)
+		scale = so->filter_fraction > 0.0 ? 1.0 / so->filter_fraction : GATEANN_LIST_SCALE_MAX;
+	scale = Min(Max(scale, 1.0), GATEANN_LIST_SCALE_MAX);
+	return (int) Min(L * scale, (double) GATEANN_MAX_LIST_SIZE);
+}
+
+/*
+ * After the first round of a filtered graph search (nothing returned yet):
+ * is it stuck -- did the walk meet matching nodes far more rarely than the
+ * filter matches over the whole index?  Then they lie away from the query
+ * (filter values that follow the vector clusters, and a query asking for
+ * another cluster's), where a walk toward the query does not lead, however
+ * long the list.  A short walk proves nothing: at the filter's overall rate
+ * it must have expected GATEANN_GRAPH_MISS_EVIDENCE matches, and met under
+ * 1/GATEANN_GRAPH_MISS_FACTOR of that.
  */
 static bool
-graph_misses_matches(GateannScanOpaque so)
+search_is_stuck(GateannScanOpaque so)
 {
 	double		walked = (double) so->tunneled + so->expanded;
-	double		rate;
 
-	if (!so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE ||
-		gateann_prefilter_selectivity <= 0.0 || walked == 0)
+	if (!so->filtering || walked == 0)
 		return false;
-	/*
-	 * Enough of a walk to tell: at the filter's overall rate it would have
-	 * met GATEANN_GRAPH_MISS_EVIDENCE matching nodes, so meeting under a
-	 * quarter of that is no accident (a short first round, small L, never
-	 * switches: pre-filtering needs a large L to rank far rows well anyway).
-	 */
 	if (walked * so->filter_fraction < GATEANN_GRAPH_MISS_EVIDENCE)
 		return false;
-	rate = so->expanded / walked;
-	if (rate * GATEANN_GRAPH_MISS_FACTOR >= so->filter_fraction)
+	return so->matched / walked * GATEANN_GRAPH_MISS_FACTOR < so->filter_fraction;
+}
+
+/*
+ * Recover a stuck search by pre-filtering?  In gate mode (post and early
+ * are the papers' baselines of a graph search), when its PQ distances (one
+ * per matching node) cost no more than about the walk it would take to
+ * read L matching nodes at the rate seen (a crossed node costs R_max PQ
+ * distances and a random row of the neighbor store).
+ */
+static bool
+prefilter_affordable(GateannScanOpaque so)
+{
+	double		walked = (double) so->tunneled + so->expanded;
+	double		rate = so->matched / walked;
+
+	if (so->filter_mode != GATEANN_FILTER_MODE_GATE || gateann_prefilter_selectivity <= 0.0)
 		return false;
 	/* (no match at all yet: at least one would have come next) */
 	return so->filter_fraction * so->meta.nnodes <=
-		GATEANN_PREFILTER_COST_RATIO * so->L / Max(rate, 1.0 / walked);
+		GATEANN_PREFILTER_COST_RATIO * Max(gateann_search_list_size, 1) / Max(rate, 1.0 / walked);
 }
 
 /*
@@ -824,11 +883,44 @@ start_prefilter(IndexScanDesc scan, const char *strategy)
 
 	so->prefilter = true;
 	gateann_last_scan_stats.strategy = strategy;
+	/* every candidate passes the filter store: a batch of L of them */
+	so->L = Min(so->L, Max(gateann_search_list_size, 1));
 	gateann_prefilter_collect(&so->pf, so->filter, so->store, so->table);
 	gateann_last_scan_stats.filter_checks += so->store->capacity;
 	gateann_last_scan_stats.pq_distances += so->pf.ncands;
 	if (prefilter_load(so))
 		search_round(scan);
+}
+
+/*
+ * Start the frontier from the entry points nearest the query (by PQ
+ * distance), so that the walk begins in the query's region, wherever that
+ * is.  A filtered gate search also starts from the nearest entry points
+ * that pass the in-memory check: when the filter's rows lie away from the
+ * query, that is where the walk has to get to.
+ */
+static void
+seed_frontier(GateannScanOpaque so)
+{
+	uint32		ids[GATEANN_MAX_ENTRIES];
+	int			n = gateann_store_entries_by_distance(so->store, &so->meta, so->table, ids);
+	int			nseeds = SCAN_ENTRY_SEEDS;
+	int			i,
+				matching;
+
+	seed_one(so, so->meta.entry_point);
+	for (i = 0; i < n && i < nseeds; i++)
+		seed_one(so, ids[i]);
+	if (!so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE)
+		return;
+	for (i = nseeds, matching = 0; i < n && matching < nseeds; i++)
+	{
+		if (node_may_match(so, ids[i]))
+		{
+			seed_one(so, ids[i]);
+			matching++;
+		}
+	}
 }
 
 static void
@@ -894,9 +986,15 @@ begin_search(IndexScanDesc scan)
 		if (gateann_tunnel_neighbors_guc > 0)
 			so->tunnel_neighbors = Min(so->tunnel_neighbors, gateann_tunnel_neighbors_guc);
 	}
-	so->table = palloc(sizeof(float) * so->meta.pq_subspaces * GATEANN_PQ_CENTROIDS);
+	so->table = palloc(sizeof(float) * gateann_pq_table_floats(so->meta.pq_subspaces));
+	/*
+	 * Cosine compares unit vectors, where squared L2 orders exactly like the
+	 * cosine distance; an inner-product table would ignore that the coded
+	 * vectors are not of unit length, and rank by their length as much as
+	 * by their direction.
+	 */
 	gateann_pq_distance_table(&so->store->pq, so->query,
-							  so->metric == GATEANN_METRIC_L2 ? GATEANN_PQ_L2 : GATEANN_PQ_IP,
+							  so->metric == GATEANN_METRIC_IP ? GATEANN_PQ_IP : GATEANN_PQ_L2,
 							  so->table);
 	/*
 	 * A hot standby replays changes into shared buffers without telling the
@@ -914,8 +1012,15 @@ begin_search(IndexScanDesc scan)
 	}
 	so->next_seq = so->head_seq = 0;
 	so->rereads = 0;
+	so->all_entries_seeded = false;
 	so->tunneled = 0;
-	so->L = Max(gateann_search_list_size, 1);
+	so->matched = 0;
+	so->filter_fraction = 1.0;
+	if (so->filtering)
+		so->filter_fraction = gateann_prefilter_estimate(so->filter, so->store, so->meta.nnodes,
+														 GATEANN_PREFILTER_SAMPLE,
+														 GATEANN_PREFILTER_SAMPLE_PASS);
+	so->L = first_list_size(so);
 	so->frontier = palloc(sizeof(FrontierEntry) * so->L);
 	so->fsize = 0;
 	so->first_unexpanded = 0;
@@ -941,12 +1046,12 @@ begin_search(IndexScanDesc scan)
 	so->rowbuf = palloc(sizeof(uint32) * maxrow * so->tunnel_batch);
 	so->batch = palloc(sizeof(FrontierEntry) * maxrow * so->tunnel_batch);
 
-	visited_test_and_set(so, so->meta.entry_point);
-	frontier_insert(so, so->meta.entry_point, pq_distance(so, so->meta.entry_point));
+	seed_frontier(so);
 	search_round(scan);
-	if (graph_misses_matches(so))
+	if (search_is_stuck(so) && prefilter_affordable(so))
 	{
 		/* drop the round's results (none returned yet) and its leftovers */
+		gateann_last_scan_stats.recoveries++;
 		so->results.size = 0;
 		so->evicted.size = 0;
 		so->exhausted = false;

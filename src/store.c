@@ -12,6 +12,9 @@
 #include "postgres.h"
 
 #include "store.h"
+#include "distance.h"
+#include "search.h"
+#include "topk.h"
 #include "filter.h"
 #include "page.h"
 
@@ -36,7 +39,7 @@ static LocalTransactionId shared_handles_lxid = InvalidLocalTransactionId;
 Size
 gateann_store_pq_bytes(uint32 nnodes, int dims, int m)
 {
-	return nnodes > 0 ? gateann_pq_codebook_bytes(dims) + (Size) nnodes * m : 0;
+	return nnodes > 0 ? gateann_pq_codebook_bytes(dims) + (Size) nnodes * gateann_pq_code_bytes(m) : 0;
 }
 
 Size
@@ -96,7 +99,7 @@ store_layout(GateannStoreHeader *h, const GateannMetaPageData *meta, int r_max,
 	h->codebook_off = off;
 	off += MAXALIGN(meta->dims > 0 ? gateann_pq_codebook_bytes(meta->dims) : 0);
 	h->codes_off = off;
-	off += MAXALIGN((Size) capacity * meta->pq_subspaces);
+	off += MAXALIGN((Size) capacity * gateann_pq_code_bytes(meta->pq_subspaces));
 	h->neighbors_off = off;
 	off += MAXALIGN(gateann_store_neighbor_bytes(capacity, r_max));
 	h->present_off = off;
@@ -238,7 +241,8 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 	const GateannMetaPageData *meta = a->meta;
 	const GateannStoreHeader *h = &a->layout;
 	uint32	   *row = (uint32 *) (base + h->neighbors_off) + (Size) id * (1 + h->tunnel_neighbors);
-	uint8	   *code = (uint8 *) base + h->codes_off + (Size) id * meta->pq_subspaces;
+	Size		cb = gateann_pq_code_bytes(meta->pq_subspaces);
+	uint8	   *code = (uint8 *) base + h->codes_off + (Size) id * cb;
 	GateannNodeHeader hdr;
 	int			n;
 
@@ -247,7 +251,7 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 		/* record within one page */
 		memcpy(&hdr, rec_start, sizeof(hdr));
 		n = Min((int) hdr.nneighbors, h->tunnel_neighbors);
-		memcpy(code, rec_start + meta->pqcode_offset, meta->pq_subspaces);
+		memcpy(code, rec_start + meta->pqcode_offset, cb);
 		memcpy(row + 1, rec_start + meta->neighbors_offset, sizeof(uint32) * n);
 		if (meta->nfilter > 0)
 			gateann_filter_coder_code(a->coder, (const uint8 *) rec_start + meta->filter_offset,
@@ -258,7 +262,7 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 		copy_from_record(a->index, meta, blkno, page, 0, sizeof(hdr), (char *) &hdr, bas);
 		n = Min((int) hdr.nneighbors, h->tunnel_neighbors);
 		copy_from_record(a->index, meta, blkno, page, meta->pqcode_offset,
-						 meta->pq_subspaces, (char *) code, bas);
+						 cb, (char *) code, bas);
 		copy_from_record(a->index, meta, blkno, page, meta->neighbors_offset,
 						 sizeof(uint32) * n, (char *) (row + 1), bas);
 		if (meta->nfilter > 0)
@@ -425,10 +429,9 @@ store_attach(GateannStore *s, void *base)
 	s->hdr = h;
 	s->capacity = h->capacity;
 	s->pq_subspaces = h->pq_subspaces;
+	s->code_bytes = gateann_pq_code_bytes(h->pq_subspaces);
 	s->tunnel_neighbors = h->tunnel_neighbors;
-	s->pq.dims = h->dims;
-	s->pq.m = h->pq_subspaces;
-	s->pq.centroids = (float *) (b + h->codebook_off);
+	gateann_pq_attach(&s->pq, h->dims, h->pq_subspaces, (float *) (b + h->codebook_off));
 	s->codes = (uint8 *) b + h->codes_off;
 	s->neighbors = (uint32 *) (b + h->neighbors_off);
 	s->present = (pg_atomic_uint32 *) (b + h->present_off);
@@ -542,6 +545,69 @@ store_catch_up(GateannStore *s, Relation index, const GateannMetaPageData *meta)
 	}
 	while (from < to && !pg_atomic_compare_exchange_u32(&h->caught_up, &from, to))
 		;
+}
+
+int
+gateann_store_row_neighbors(void *arg, uint32 id, uint32 *out, int max)
+{
+	const GateannStore *s = (const GateannStore *) arg;
+	uint32		row[GATEANN_MAX_NEIGHBORS_LIMIT];
+	int			n;
+
+	if (!gateann_store_has(s, id))
+		return -1;
+	n = Min(gateann_store_copy_neighbors(s, id, row), max);
+	memcpy(out, row, sizeof(uint32) * n);
+	return n;
+}
+
+uint32
+gateann_store_unreachable(const GateannStore *s, const GateannMetaPageData *meta,
+						  uint8 *reached)
+{
+	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) Max(meta->nnodes, 1),
+										MCXT_ALLOC_HUGE);
+	uint32	   *row = palloc(sizeof(uint32) * (s->tunnel_neighbors + 1));
+	uint32		nnodes = Min(meta->nnodes, s->capacity);
+	uint32		unreached = 0;
+	uint32		id;
+
+	(void) gateann_reach(nnodes, meta->entry_point, gateann_store_row_neighbors, (void *) s,
+						 s->tunnel_neighbors, reached, queue, row);
+	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
+		(void) gateann_reach(nnodes, meta->entries[id], gateann_store_row_neighbors,
+							 (void *) s, s->tunnel_neighbors, reached, queue, row);
+	for (id = 0; id < nnodes; id++)
+		if (!gateann_reached(reached, id) && gateann_store_has(s, id) &&
+			!gateann_store_is_deleted(s, id))
+			unreached++;
+	pfree(queue);
+	pfree(row);
+	return unreached;
+}
+
+int
+gateann_store_entries_by_distance(const GateannStore *s, const GateannMetaPageData *meta,
+								  const float *table, uint32 *out)
+{
+	GateannScored e[GATEANN_MAX_ENTRIES];
+	int			n = 0;
+	uint32		i;
+
+	for (i = 0; i < meta->nentries && i < GATEANN_MAX_ENTRIES; i++)
+	{
+		uint32		id = meta->entries[i];
+
+		if (!gateann_store_has(s, id))
+			continue;
+		e[n].id = id;
+		e[n].dist = gateann_pq_code_distance(table, gateann_store_code(s, id), s->pq_subspaces);
+		n++;
+	}
+	(void) gateann_topk_sorted(e, n, n);
+	for (i = 0; i < (uint32) n; i++)
+		out[i] = e[i].id;
+	return n;
 }
 
 /*
@@ -802,8 +868,8 @@ gateann_store_set_node(GateannStore *s, Relation index, const GateannMetaPageDat
 					   uint32 id, const char *record)
 {
 	Assert(id < s->capacity);
-	memcpy(s->codes + (Size) id * s->pq_subspaces,
-		   record + meta->pqcode_offset, s->pq_subspaces);
+	memcpy(s->codes + (Size) id * s->code_bytes,
+		   record + meta->pqcode_offset, s->code_bytes);
 	if (meta->nfilter > 0)
 	{
 		GateannFilterCoder *coder = gateann_filter_coder_create(index, meta, s->dict);

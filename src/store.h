@@ -69,6 +69,7 @@ typedef struct GateannStore
 
 	uint32		capacity;		/* node ids below it have room in the store */
 	int			pq_subspaces;
+	Size		code_bytes;		/* of one PQ code (pq.h) */
 	int			tunnel_neighbors;	/* R_max */
 	GateannPQ	pq;				/* codebook */
 	uint8	   *codes;
@@ -104,6 +105,13 @@ extern bool gateann_store_loaded(Relation index, const GateannMetaPageData *meta
 								 bool *shared, Size *bytes);
 
 /* ---- reading ------------------------------------------------------------ */
+
+/* Node id's PQ code */
+static inline const uint8 *
+gateann_store_code(const GateannStore *s, uint32 id)
+{
+	return s->codes + (Size) id * s->code_bytes;
+}
 
 /* Does the store hold node id's entries (PQ code, row, filter codes)? */
 static inline bool
@@ -149,6 +157,30 @@ gateann_store_prefetch_row(const GateannStore *s, uint32 id)
 	if (id < s->capacity)
 		gateann_prefetch(gateann_store_row(s, id));
 }
+
+/*
+ * The entry points of meta the store holds, nearest first by the PQ
+ * distance table (ties by id): ids into out (room for
+ * GATEANN_MAX_ENTRIES).  Returns how many.
+ */
+extern int	gateann_store_entries_by_distance(const GateannStore *s,
+											  const GateannMetaPageData *meta,
+											  const float *table, uint32 *out);
+
+/*
+ * gateann_reach's view of the stores (search.h): a node's neighbor-store
+ * row, what a tunneling search follows; -1 for an id the store does not
+ * hold.  arg is the GateannStore.
+ */
+extern int	gateann_store_row_neighbors(void *arg, uint32 id, uint32 *out, int max);
+
+/*
+ * Mark in `reached` (a zeroed bitmap over meta->nnodes ids) every node a
+ * walk over the store's rows reaches from the index's entry points and
+ * return how many live nodes (present, not deleted) it did not reach.
+ */
+extern uint32 gateann_store_unreachable(const GateannStore *s,
+										const GateannMetaPageData *meta, uint8 *reached);
 
 /* Copy id's row of the neighbor store into buf (R_max ids); its length. */
 extern int	gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf);

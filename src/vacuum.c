@@ -35,6 +35,7 @@
 #include "graph.h"
 #include "page.h"
 #include "repair.h"
+#include "search.h"
 #include "retrain.h"
 #include "pq.h"
 #include "shmem.h"
@@ -377,8 +378,7 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 		if (!c->locked && GateannRecordHeader(c->cand_rec)->node_id == ids[i])
 			memcpy(v, GateannRecordVector(meta, c->cand_rec), sizeof(float) * dims);
 		else if (gateann_store_has(c->store, ids[i]))
-			gateann_pq_decode(&c->store->pq,
-							  c->store->codes + (Size) ids[i] * meta->pq_subspaces, v);
+			gateann_pq_decode(&c->store->pq, gateann_store_code(c->store, ids[i]), v);
 		else
 		{
 			/* no vector to hand (a node newer than our store): last choice */
@@ -457,6 +457,25 @@ collect_deleted(Consolidation *c)
 	}
 }
 
+/* Keep id in *best if it is a live node nearer (PQ distance table) than *best */
+static inline void
+nearer_live(const Consolidation *c, const float *table, uint32 id, uint32 *best,
+			float *best_dist)
+{
+	float		d;
+
+	if (id >= c->meta.nnodes || !gateann_store_has(c->store, id) ||
+		gateann_store_is_deleted(c->store, id))
+		return;
+	d = gateann_pq_code_distance(table, gateann_store_code(c->store, id),
+								 c->meta.pq_subspaces);
+	if (d < *best_dist)
+	{
+		*best_dist = d;
+		*best = id;
+	}
+}
+
 /*
  * Step 2: a deleted entry point is replaced by the live node closest to it
  * (PQ distances to its exact vector).  Returns false if there is no live
@@ -484,23 +503,11 @@ replace_entry_point(Consolidation *c)
 		return true;
 
 	gateann_read_record(c->index, meta, entry, c->rec, c->strategy);
-	table = palloc(sizeof(float) * meta->pq_subspaces * GATEANN_PQ_CENTROIDS);
+	table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
 	gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
 							  GATEANN_PQ_L2, table);
 	for (id = 0; id < meta->nnodes; id++)
-	{
-		float		d;
-
-		if (!gateann_store_has(c->store, id) || gateann_store_is_deleted(c->store, id))
-			continue;
-		d = gateann_pq_adc(table, c->store->codes + (Size) id * meta->pq_subspaces,
-						   meta->pq_subspaces);
-		if (d < best_dist)
-		{
-			best_dist = d;
-			best = id;
-		}
-	}
+		nearer_live(c, table, id, &best, &best_dist);
 	pfree(table);
 	c->kept_entry = entry;
 	if (best == InvalidNodeId)
@@ -512,11 +519,107 @@ replace_entry_point(Consolidation *c)
 	m = (GateannMetaPageData *) PageGetContents(GenericXLogRegisterBuffer(state, metabuf, 0));
 	/* (an insert may have replaced it meanwhile: then keep that one) */
 	if (m->entry_point == entry)
+	{
 		m->entry_point = best;
+		if (m->nentries > 0)
+			m->entries[0] = best;
+	}
 	meta->entry_point = m->entry_point;
 	GenericXLogFinish(state);
 	UnlockReleaseBuffer(metabuf);
 	return true;
+}
+
+/*
+ * Step 2b: every other deleted entry point is replaced by the live node
+ * nearest it (PQ distances to its exact vector) within two steps of it over
+ * the neighbor store's rows, or dropped if there is none; searches must
+ * not start from slots about to be freed and reused.
+ */
+static void
+replace_deleted_entries(Consolidation *c)
+{
+	GateannMetaPageData *meta = &c->meta;
+	uint32		entries[GATEANN_MAX_ENTRIES];
+	int			n = 0;
+	bool		changed = false;
+	float	   *table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
+	uint32	   *row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
+	uint32	   *row2 = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
+	uint32		i;
+	Buffer		metabuf;
+	GenericXLogState *state;
+	GateannMetaPageData *m;
+
+	for (i = 0; i < meta->nentries && i < GATEANN_MAX_ENTRIES; i++)
+	{
+		uint32		e = meta->entries[i];
+		GateannNodeHeader hdr;
+		uint32		best = InvalidNodeId;
+		float		best_dist = get_float4_infinity();
+		int			n1,
+					k,
+					j;
+
+		if (i == 0 || e >= meta->nnodes)
+		{
+			entries[n++] = (i == 0) ? meta->entry_point : e;
+			continue;
+		}
+		gateann_read_header(c->index, meta, e, &hdr);
+		if (hdr.node_id == e && !(hdr.flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE)))
+		{
+			entries[n++] = e;
+			continue;
+		}
+		changed = true;
+		if (hdr.node_id != e || (hdr.flags & GATEANN_NODE_FREE))
+			continue;
+		gateann_read_record(c->index, meta, e, c->rec, c->strategy);
+		gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+								  GATEANN_PQ_L2, table);
+		n1 = gateann_store_copy_neighbors(c->store, e, row);
+		for (k = -1; k < n1; k++)
+		{
+			int			n2;
+
+			/* k = -1: e's own neighbors; then each neighbor's */
+			if (k < 0)
+			{
+				memcpy(row2, row, sizeof(uint32) * n1);
+				n2 = n1;
+			}
+			else if (gateann_store_has(c->store, row[k]))
+				n2 = gateann_store_copy_neighbors(c->store, row[k], row2);
+			else
+				continue;
+			for (j = 0; j < n2; j++)
+				nearer_live(c, table, row2[j], &best, &best_dist);
+		}
+		for (k = 0; k < n && best != InvalidNodeId; k++)
+			if (entries[k] == best)
+				best = InvalidNodeId;	/* already an entry point */
+		if (best != InvalidNodeId)
+			entries[n++] = best;
+	}
+	pfree(table);
+	pfree(row);
+	pfree(row2);
+	if (!changed)
+		return;
+
+	metabuf = ReadBuffer(c->index, GATEANN_METAPAGE_BLKNO);
+	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+	state = GenericXLogStart(c->index);
+	m = (GateannMetaPageData *) PageGetContents(GenericXLogRegisterBuffer(state, metabuf, 0));
+	/* (entries[0] follows entry_point, which an insert may have changed meanwhile) */
+	entries[0] = m->entry_point;
+	memcpy(m->entries, entries, sizeof(uint32) * n);
+	m->nentries = n;
+	memcpy(meta->entries, entries, sizeof(uint32) * n);
+	meta->nentries = n;
+	GenericXLogFinish(state);
+	UnlockReleaseBuffer(metabuf);
 }
 
 /* Step 3: repair every list that points to a slot being (or already) freed. */
@@ -671,31 +774,9 @@ typedef struct Reach
 static void
 walk_from(Consolidation *c, Reach *r, uint32 from)
 {
-	uint32		head = 0,
-				tail = 0;
-
-	if (from >= c->meta.nnodes || MAP_TEST(r->reached, from) ||
-		!gateann_store_has(c->store, from))
-		return;
-	MAP_SET(r->reached, from);
-	r->queue[tail++] = from;
-	while (head < tail)
-	{
-		uint32		id = r->queue[head++];
-		int			n = gateann_store_copy_neighbors(c->store, id, r->row);
-		int			i;
-
-		for (i = 0; i < n; i++)
-		{
-			uint32		nb = r->row[i];
-
-			if (nb >= c->meta.nnodes || MAP_TEST(r->reached, nb) ||
-				!gateann_store_has(c->store, nb))
-				continue;
-			MAP_SET(r->reached, nb);
-			r->queue[tail++] = nb;
-		}
-	}
+	(void) gateann_reach(Min(c->meta.nnodes, c->store->capacity), from,
+						 gateann_store_row_neighbors, c->store, c->store->tunnel_neighbors,
+						 r->reached, r->queue, r->row);
 }
 
 /*
@@ -723,8 +804,8 @@ near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 		return 0;
 	(void) seen_test_and_set(c, entry);
 	f[0].id = entry;
-	f[0].dist = gateann_pq_adc(table, c->store->codes + (Size) entry * meta->pq_subspaces,
-							   meta->pq_subspaces);
+	f[0].dist = gateann_pq_code_distance(table, gateann_store_code(c->store, entry),
+										 meta->pq_subspaces);
 	fsize = 1;
 	for (;;)
 	{
@@ -744,8 +825,8 @@ near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 
 			if (nb >= meta->nnodes || !MAP_TEST(r->reached, nb) || seen_test_and_set(c, nb))
 				continue;
-			d = gateann_pq_adc(table, c->store->codes + (Size) nb * meta->pq_subspaces,
-							   meta->pq_subspaces);
+			d = gateann_pq_code_distance(table, gateann_store_code(c->store, nb),
+										 meta->pq_subspaces);
 			if (fsize == L && d >= f[L - 1].dist)
 				continue;
 			for (pos = fsize < L ? fsize : L - 1; pos > 0 && f[pos - 1].dist > d; pos--)
@@ -766,7 +847,11 @@ near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 	return nout;
 }
 
-/* Add the edge from -> to (appended; or in place of from's last neighbor) */
+/*
+ * Add the edge from -> to, within the first R_max of from's list (the
+ * neighbor store's row, all a tunneling search follows); a full list loses
+ * its last neighbor.
+ */
 static void
 add_link(Consolidation *c, uint32 from, uint32 to)
 {
@@ -783,10 +868,12 @@ add_link(Consolidation *c, uint32 from, uint32 to)
 		;
 	if (i == n && !(hdr.flags & GATEANN_NODE_FREE))
 	{
+		int			pos = Min(n, Max(c->store->tunnel_neighbors, 1) - 1);
+
 		if (n < meta->max_neighbors)
-			list[n++] = to;
-		else
-			list[n - 1] = to;
+			n++;
+		memmove(&list[pos + 1], &list[pos], sizeof(uint32) * (n - 1 - pos));
+		list[pos] = to;
 		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
 		gateann_record_put_list(meta, &ed, hdr.flags, list, n);
 		gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
@@ -810,14 +897,14 @@ relink_unreachable(Consolidation *c, uint64 since)
 	const GateannMetaPageData *meta = &c->meta;
 	int			L = Max(32, c->store->tunnel_neighbors);
 	Reach		r;
-	float	   *table = palloc(sizeof(float) * meta->pq_subspaces * GATEANN_PQ_CENTROIDS);
+	float	   *table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
 	uint32	   *near = palloc(sizeof(uint32) * L);
 	uint32		id;
 
 	r.reached = palloc0(((Size) meta->nnodes + 7) / 8);
 	r.queue = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) meta->nnodes);
 	r.row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
-	walk_from(c, &r, meta->entry_point);
+	(void) gateann_store_unreachable(c->store, meta, r.reached);
 
 	for (id = 0; id < meta->nnodes; id++)
 	{
@@ -915,6 +1002,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 
 	if (c.meta.ndeleted > 0 && replace_entry_point(&c))
 	{
+		replace_deleted_entries(&c);
 		collect_deleted(&c);
 		if (c.ndoomed > 0)
 		{
@@ -972,7 +1060,7 @@ gateann_vacuumcleanup(IndexVacuumInfo *info, IndexBulkDeleteResult *stats)
 						(long long) repaired, (long long) relinked)));
 
 	/* an index that grew well past the rows its codebook saw: retrain.h */
-	gateann_retrain_if_due(info->index);
+	gateann_retrain_if_due(info->index, true);
 
 	gateann_read_meta(info->index, &meta);
 	if (stats == NULL)

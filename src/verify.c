@@ -3,13 +3,15 @@
  * the spirit of amcheck.  Returns one text row per problem found, none for a
  * healthy index.
  *
- * Checked: the metapage (magic, format, region bounds, entry point, counts);
+ * Checked: the metapage (magic, format, region bounds, entry points, counts);
  * the page kind of every codebook, dictionary and node page; every record
  * (its node id, neighbor count, neighbor ids in range, not itself and not a
  * freed slot, heap TID); freed slots (no neighbors, at or past the free
  * cursor, not the entry point); the deleted and free counts; and, when this backend can see the index's
  * in-memory stores (shared, or its own private copy), that they agree with
- * the records (PQ code, neighbor store row, deleted bit).
+ * the records (PQ code, neighbor store row, deleted bit); and that every live
+ * node is reachable from the entry points over the first R_max neighbors
+ * of each list, what a search that tunnels follows.
  *
  * Pages are read through the buffer manager with share locks, one at a
  * time; the check holds AccessShareLock like a scan, so it runs alongside
@@ -19,6 +21,7 @@
 
 #include "gateann.h"
 #include "page.h"
+#include "search.h"
 #include "store.h"
 
 #include "access/xlog.h"
@@ -28,6 +31,7 @@
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(gateann_verify);
@@ -81,10 +85,70 @@ check_region(VerifyState *vs, Relation index, BlockNumber start, BlockNumber npa
 
 #define IS_FREE(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
 
+/* gateann_reach's view of the records (search.h) */
+typedef struct RecordWalk
+{
+	Relation	index;
+	const GateannMetaPageData *meta;
+	char	   *rec;
+} RecordWalk;
+
+static int
+record_neighbors(void *arg, uint32 id, uint32 *out, int max)
+{
+	RecordWalk *w = (RecordWalk *) arg;
+	GateannNodeHeader *hdr = GateannRecordHeader(w->rec);
+	int			n;
+
+	CHECK_FOR_INTERRUPTS();
+	gateann_read_record(w->index, w->meta, id, w->rec, NULL);
+	if (hdr->node_id != id || (hdr->flags & GATEANN_NODE_FREE))
+		return -1;
+	n = Min(Min((int) hdr->nneighbors, w->meta->max_neighbors), max);
+	memcpy(out, GateannRecordNeighbors(w->meta, w->rec), sizeof(uint32) * n);
+	return n;
+}
+
+/*
+ * Every live node (not free, not deleted: deleted_map) must be reachable
+ * from the entry points over the first r_max neighbors of each list.
+ */
+static void
+check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta,
+				const uint8 *free_map, const uint8 *deleted_map)
+{
+	int			r_max = Max(1, Min(gateann_get_options(index)->tunnel_neighbors,
+								   meta->max_neighbors));
+	uint8	   *reached = palloc_extended(((Size) meta->nnodes + 7) / 8,
+										  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) meta->nnodes, MCXT_ALLOC_HUGE);
+	uint32	   *row = palloc(sizeof(uint32) * r_max);
+	RecordWalk	w;
+	uint32		id;
+
+	w.index = index;
+	w.meta = meta;
+	w.rec = palloc(meta->record_size);
+	(void) gateann_reach(meta->nnodes, meta->entry_point, record_neighbors, &w, r_max,
+						 reached, queue, row);
+	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
+		(void) gateann_reach(meta->nnodes, meta->entries[id], record_neighbors, &w, r_max,
+							 reached, queue, row);
+	for (id = 0; id < meta->nnodes; id++)
+		if (!gateann_reached(reached, id) && !IS_FREE(free_map, id) &&
+			!IS_FREE(deleted_map, id))
+			problem(vs, "node %u: unreachable from the entry points over the first %d neighbors of each list",
+					id, r_max);
+	pfree(w.rec);
+	pfree(row);
+	pfree(queue);
+	pfree(reached);
+}
+
 static void
 check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 			 const char *rec, const GateannStore *store, const uint8 *free_map,
-			 uint32 *ndeleted)
+			 uint8 *deleted_map, uint32 *ndeleted)
 {
 	GateannNodeHeader *hdr = GateannRecordHeader(rec);
 	const uint32 *nbrs = GateannRecordNeighbors(meta, rec);
@@ -111,7 +175,10 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		return;
 	}
 	if (hdr->flags & GATEANN_NODE_DELETED)
+	{
 		(*ndeleted)++;
+		deleted_map[id >> 3] |= 1 << (id & 7);
+	}
 	if (!ItemPointerIsValid(&hdr->heap_tid))
 		problem(vs, "node %u: invalid heap TID", id);
 	if (hdr->nneighbors > meta->max_neighbors)
@@ -141,8 +208,8 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 			problem(vs, "node %u: missing from the in-memory stores", id);
 			return;
 		}
-		if (memcmp(store->codes + (Size) id * meta->pq_subspaces,
-				   GateannRecordPQCode(meta, rec), meta->pq_subspaces) != 0)
+		if (memcmp(gateann_store_code(store, id), GateannRecordPQCode(meta, rec),
+				   store->code_bytes) != 0)
 			problem(vs, "node %u: in-memory PQ code differs from the record", id);
 
 		/*
@@ -176,6 +243,7 @@ gateann_verify(PG_FUNCTION_ARGS)
 	uint32		ndeleted = 0;
 	uint32		nfree = 0;
 	uint8	   *free_map;
+	uint8	   *deleted_map;
 	LOCKMODE	lockmode;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -195,6 +263,16 @@ gateann_verify(PG_FUNCTION_ARGS)
 	if (meta.nnodes > 0 && meta.entry_point >= meta.nnodes)
 		problem(&vs, "metapage: entry point %u beyond the %u nodes",
 				meta.entry_point, meta.nnodes);
+	if (meta.nentries > GATEANN_MAX_ENTRIES)
+		problem(&vs, "metapage: %u entry points, at most %d", meta.nentries,
+				GATEANN_MAX_ENTRIES);
+	else
+	{
+		for (id = 0; id < meta.nentries; id++)
+			if (meta.entries[id] >= meta.nnodes)
+				problem(&vs, "metapage: entry point %u is node %u, beyond the %u nodes",
+						id, meta.entries[id], meta.nnodes);
+	}
 	if ((uint64) meta.ndeleted + meta.nfree > meta.nnodes)
 		problem(&vs, "metapage: %u deleted and %u free of %u nodes",
 				meta.ndeleted, meta.nfree, meta.nnodes);
@@ -242,14 +320,17 @@ gateann_verify(PG_FUNCTION_ARGS)
 	}
 
 	rec = palloc(meta.record_size);
+	deleted_map = palloc0(((Size) meta.nnodes + 7) / 8);
 	for (id = 0; id < meta.nnodes; id++)
 	{
 		if ((id & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 		gateann_read_record(index, &meta, id, rec, NULL);
-		check_record(&vs, &meta, id, rec, store, free_map, &ndeleted);
+		check_record(&vs, &meta, id, rec, store, free_map, deleted_map, &ndeleted);
 	}
 	pfree(rec);
+	if (vs.nproblems == 0 && meta.nnodes > 0)
+		check_reachable(&vs, index, &meta, free_map, deleted_map);
 	if (ndeleted != meta.ndeleted)
 		problem(&vs, "metapage counts %u deleted nodes, the records %u",
 				meta.ndeleted, ndeleted);

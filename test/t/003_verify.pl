@@ -24,14 +24,21 @@ CREATE INDEX t_idx ON t USING gateann (v);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('t_idx')}), '0',
 	'a fresh index verifies clean');
 
-# 16 dims: the codebook (16 * 256 floats) fills blocks 1-3, node 0 starts
-# block 4 right after the page header
+# node 0 starts right after the page header of the first node page: the
+# first page whose special space (its last 8 bytes) says "GATE", kind 3
 my $path = $node->data_dir . '/' .
   $node->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
 $node->stop;
 open(my $fh, '+<', $path) or die "open $path: $!";
 binmode $fh;
-seek($fh, 4 * 8192 + 24, 0);
+my ($block, $page) = (0, '');
+while (read($fh, $page, 8192) == 8192)
+{
+	my ($magic, $kind) = unpack('V v', substr($page, 8192 - 8, 6));
+	last if $magic == 0x47415445 && $kind == 3;
+	$block++;
+}
+seek($fh, $block * 8192 + 24, 0);
 print $fh pack('V', 12345);
 close $fh;
 $node->start;

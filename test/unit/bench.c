@@ -133,11 +133,14 @@ bench_pq(void)
 	TestRng		r = {7};
 	float	   *x = malloc(sizeof(float) * (size_t) dims * n);
 	void	   *scratch = malloc(gateann_pq_train_scratch_bytes(n, dims, m));
-	GateannPQ	pq = {dims, m, malloc(gateann_pq_codebook_bytes(dims))};
-	uint8_t    *codes = malloc((size_t) nenc * m);
-	float	   *tbl = malloc(sizeof(float) * m * 256);
+	GateannPQ	pq;
+	size_t		cb = gateann_pq_code_bytes(m);
+	uint8_t    *codes = malloc((size_t) nenc * cb);
+	float	   *tbl = malloc(sizeof(float) * gateann_pq_table_floats(m));
+	float	   *work = malloc(sizeof(float) * dims);
 	double		t;
 
+	gateann_pq_attach(&pq, dims, m, malloc(gateann_pq_codebook_bytes(dims)));
 	/* mildly clustered data so k-means does real work */
 	for (i = 0; i < n; i++)
 	{
@@ -149,14 +152,15 @@ bench_pq(void)
 				+ 0.2f * trng_float(&r);
 	}
 	t = now();
-	gateann_pq_train(&pq, x, n, 1, 12, scratch, NULL);
+	gateann_pq_train(&pq, x, n, 1, 12, scratch, NULL);	/* x becomes residuals: fine here */
 	t = now() - t;
 	printf("[%s] pq_train n=%d dims=%d m=%d iters=12: %.2f s\n",
 		   gateann_distance_impl(), n, dims, m, t);
 
 	t = now();
 	for (i = 0; i < nenc; i++)
-		gateann_pq_encode(&pq, x + (size_t) (i & (n - 1)) * dims, codes + (size_t) i * m);
+		gateann_pq_encode(&pq, x + (size_t) (i & (n - 1)) * dims, codes + (size_t) i * cb, work,
+						  NULL);
 	t = now() - t;
 	printf("[%s] pq_encode %d x %dd m=%d: %.2f s (%.0f ns/vector)\n",
 		   gateann_distance_impl(), nenc, dims, m, t, t / nenc * 1e9);
@@ -174,6 +178,7 @@ bench_pq(void)
 	free(pq.centroids);
 	free(codes);
 	free(tbl);
+	free(work);
 }
 
 int

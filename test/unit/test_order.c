@@ -5,6 +5,7 @@
 #include "test_common.h"
 #include "distance.h"
 #include "order.h"
+#include "pq.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -97,6 +98,37 @@ l2(const float *a, const float *b, int d)
 }
 
 /*
+ * The first level the build gives gateann_locality_order: the coarse
+ * quantizer of a PQ codebook trained on the first nsample rows (m = 1),
+ * and each vector's group from its code.  *book is the codebook block
+ * (coarse centroids inside it); *groups n bytes.
+ */
+static void
+coarse_groups(const float *x, uint32_t n, int dims, int nsample, uint64_t seed,
+			  GateannPQ *pq, float **book, uint8_t **groups)
+{
+	float	   *copy = malloc(sizeof(float) * (size_t) dims * nsample);
+	void	   *scratch = malloc(gateann_pq_train_scratch_bytes(nsample, dims, 1));
+	uint8_t		code[1 + GATEANN_PQ_CODE_EXTRA];
+	float	   *work = malloc(sizeof(float) * dims);
+	uint32_t	i;
+
+	*book = malloc(gateann_pq_codebook_bytes(dims));
+	*groups = malloc(n);
+	gateann_pq_attach(pq, dims, 1, *book);
+	memcpy(copy, x, sizeof(float) * (size_t) dims * nsample);
+	gateann_pq_train(pq, copy, nsample, seed, 10, scratch, NULL);
+	for (i = 0; i < n; i++)
+	{
+		gateann_pq_encode(pq, x + (size_t) i * dims, code, work, NULL);
+		(*groups)[i] = (uint8_t) gateann_pq_code_group(code, 1);
+	}
+	free(copy);
+	free(scratch);
+	free(work);
+}
+
+/*
  * 40 well-separated clusters whose points arrive interleaved at random: in
  * the new order, consecutive nodes must mostly be from the same cluster,
  * every k-means group must keep the old order (so the order is at most 256
@@ -112,7 +144,10 @@ test_locality_order(void)
 	float	   *x = malloc(sizeof(float) * dims * n);
 	uint32_t   *order = malloc(sizeof(uint32_t) * n);
 	uint32_t   *again = malloc(sizeof(uint32_t) * n);
-	void	   *scratch = malloc(gateann_locality_order_scratch_bytes(n, (int) n, dims));
+	void	   *scratch = malloc(gateann_locality_order_scratch_bytes(n, dims));
+	GateannPQ	pq;
+	float	   *book;
+	uint8_t    *groups;
 	TestRng		rng = {7};
 	double		before = 0,
 				after = 0;
@@ -128,8 +163,9 @@ test_locality_order(void)
 		for (d = 0; d < dims; d++)
 			x[(size_t) i * dims + d] = centres[c * dims + d] + trng_float(&rng);
 	}
-	gateann_locality_order(x, n, dims, x, (int) n, 1, 10, order, scratch, NULL);
-	gateann_locality_order(x, n, dims, x, (int) n, 1, 10, again, scratch, NULL);
+	coarse_groups(x, n, dims, (int) n, 1, &pq, &book, &groups);
+	gateann_locality_order(x, n, dims, pq.coarse, groups, 1, 1, order, scratch, NULL);
+	gateann_locality_order(x, n, dims, pq.coarse, groups, 1, 1, again, scratch, NULL);
 	CHECK(memcmp(order, again, sizeof(uint32_t) * n) == 0, "same input, different order");
 
 	CHECK(ids_missing(order, n) == 0, "not a permutation: %u ids missing or repeated",
@@ -151,6 +187,8 @@ test_locality_order(void)
 	free(order);
 	free(again);
 	free(scratch);
+	free(book);
+	free(groups);
 }
 
 /*
@@ -167,7 +205,10 @@ test_two_levels(void)
 	const int	nsample = 32768;
 	float	   *x = malloc(sizeof(float) * dims * n);
 	uint32_t   *order = malloc(sizeof(uint32_t) * n);
-	void	   *scratch = malloc(gateann_locality_order_scratch_bytes(n, nsample, dims));
+	void	   *scratch = malloc(gateann_locality_order_scratch_bytes(n, dims));
+	GateannPQ	pq;
+	float	   *book;
+	uint8_t    *groups;
 	TestRng		rng = {11};
 	uint32_t	near = 0;
 	uint32_t	i;
@@ -175,7 +216,8 @@ test_two_levels(void)
 	for (i = 0; i < (uint32_t) dims * n; i++)
 		x[i] = (trng_float(&rng) + 1.0f) / 2.0f;
 	/* the first nsample rows are a fair sample of uniform data */
-	gateann_locality_order(x, n, dims, x, nsample, 3, 8, order, scratch, NULL);
+	coarse_groups(x, n, dims, nsample, 3, &pq, &book, &groups);
+	gateann_locality_order(x, n, dims, pq.coarse, groups, 1, 3, order, scratch, NULL);
 	CHECK(ids_missing(order, n) == 0, "not a permutation: %u ids missing or repeated",
 		  ids_missing(order, n));
 	for (i = 0; i + 1 < n; i++)
@@ -186,6 +228,8 @@ test_two_levels(void)
 	free(x);
 	free(order);
 	free(scratch);
+	free(book);
+	free(groups);
 }
 
 void

@@ -1,6 +1,6 @@
 /*
- * test_pq.c — product quantization: layout, default subspaces, training,
- * encoding, decoding and distance tables.  Runs against whatever kernels
+ * test_pq.c — residual product quantization: layout, default subspaces,
+ * training, encoding, decoding and distance tables.  Runs against whatever kernels
  * gateann_distance_init() selected (the driver runs it once per variant).
  */
 #include "test_common.h"
@@ -37,19 +37,24 @@ ddot(const float *a, const float *b, int n)
 	return s;
 }
 
-/* allocate and train a codebook; caller frees pq->centroids */
+/*
+ * allocate and train a codebook on a copy of the sample (training
+ * overwrites it); caller frees pq->centroids (the whole block)
+ */
 static void
 train(GateannPQ *pq, int dims, int m, const float *sample, int n,
 	  uint64_t seed, int iters)
 {
 	void	   *scratch = malloc(gateann_pq_train_scratch_bytes(n, dims, m));
+	float	   *copy = malloc(sizeof(float) * (size_t) dims * (n > 0 ? n : 1));
+	float	   *book = malloc(gateann_pq_codebook_bytes(dims));
 
-	pq->dims = dims;
-	pq->m = m;
-	pq->centroids = malloc(gateann_pq_codebook_bytes(dims));
-	memset(pq->centroids, 0x7f, gateann_pq_codebook_bytes(dims));	/* garbage */
-	gateann_pq_train(pq, sample, n, seed, iters, scratch, NULL);
+	memcpy(copy, sample, sizeof(float) * (size_t) dims * n);
+	memset(book, 0x7f, gateann_pq_codebook_bytes(dims));	/* garbage */
+	gateann_pq_attach(pq, dims, m, book);
+	gateann_pq_train(pq, copy, n, seed, iters, scratch, NULL);
 	free(scratch);
+	free(copy);
 }
 
 static void
@@ -80,17 +85,20 @@ test_layout(void)
 	CHECK(gateann_pq_sub_offset(16000, 80, 79) == 15800 && gateann_pq_sub_dims(16000, 80, 79) == 200, "16000/80");
 	CHECK(gateann_pq_sub_dims(13, 3, 0) == 5 && gateann_pq_sub_dims(13, 3, 1) == 4 &&
 		  gateann_pq_sub_offset(13, 3, 2) == 9, "13/3 uneven split");
-	CHECK(gateann_pq_codebook_bytes(128) == 128 * 256 * sizeof(float), "codebook bytes");
+	/* residual codebooks and coarse centroids */
+	CHECK(gateann_pq_codebook_bytes(128) == 2 * 128 * 256 * sizeof(float), "codebook bytes");
+	CHECK(gateann_pq_code_bytes(32) == 37, "code bytes");
+	CHECK(gateann_pq_table_floats(32) == 32 * 256 + 257, "table floats");
 }
 
 static void
 test_default_subspaces(void)
 {
 	static const int ex[][2] = {
-		{1, 1}, {2, 1}, {3, 1}, {4, 1}, {8, 2}, {13, 3}, {14, 2}, {16, 4},
-		{96, 24}, {100, 25}, {128, 32}, {200, 50}, {256, 64}, {300, 75},
-		{384, 96}, {512, 64}, {768, 96}, {960, 96}, {1000, 50}, {1024, 64},
-		{1536, 96}, {3072, 96}, {16000, 80}, {97, 24}
+		{1, 1}, {2, 2}, {3, 3}, {4, 4}, {8, 8}, {12, 6}, {13, 8}, {16, 8},
+		{20, 5}, {32, 8}, {96, 24}, {100, 25}, {128, 32}, {200, 50}, {256, 64},
+		{300, 75}, {384, 96}, {512, 128}, {768, 192}, {960, 240}, {1000, 250},
+		{1024, 256}, {1536, 256}, {3072, 256}, {16000, 250}, {97, 24}
 	};
 	size_t		i;
 	int			dims;
@@ -103,14 +111,18 @@ test_default_subspaces(void)
 	for (dims = 1; dims <= 20000; dims++)
 	{
 		int			m = gateann_pq_default_subspaces(dims);
-		int			t = dims / 4 < 1 ? 1 : (dims / 4 > 96 ? 96 : dims / 4);
+		int			t = dims / 4;
 		int			best = 0,
 					d;
 
+		if (t < (dims < 8 ? dims : 8))
+			t = dims < 8 ? dims : 8;
+		if (t > 256)
+			t = 256;
 		for (d = 1; d <= t; d++)
 			if (dims % d == 0 && 2 * d >= t)
 				best = d;
-		CHECK(m >= 1 && m <= 96 && m <= dims, "dims %d: m %d out of range", dims, m);
+		CHECK(m >= 1 && m <= 256 && m <= dims, "dims %d: m %d out of range", dims, m);
 		CHECK(m == (best ? best : t), "dims %d: m %d expected %d", dims, m, best ? best : t);
 	}
 }
@@ -139,39 +151,44 @@ test_determinism(void)
 	free(x);
 }
 
+/* n < 256: coarse centroid c is row c % n, so every row codes exactly */
 static void
 test_small_n(void)
 {
 	int			dims = 13,
 				m = 3,
 				n,
-				s,
-				c;
+				c,
+				i;
 	TestRng		r = {5};
 	float		x[13 * 255];
+	float		work[13],
+				out[13];
+	uint8_t		code[3 + GATEANN_PQ_CODE_EXTRA];
 	GateannPQ	pq;
 
 	trng_fill(&r, x, sizeof(x) / sizeof(x[0]), 1.0f);
 	for (n = 0; n <= 255; n += (n < 3 ? 1 : 84))
 	{
 		train(&pq, dims, m, x, n, 1, 12);
-		for (s = 0; s < m; s++)
+		for (c = 0; c < K; c++)
 		{
-			int			off = gateann_pq_sub_offset(dims, m, s);
-			int			w = gateann_pq_sub_dims(dims, m, s);
+			int			j;
 
-			for (c = 0; c < K; c++)
+			for (j = 0; j < dims; j++)
 			{
-				const float *cent = pq.centroids + (size_t) K * off + (size_t) c * w;
-				int			j;
+				float		expect = n == 0 ? 0.0f : x[(c % n) * dims + j];
 
-				for (j = 0; j < w; j++)
-				{
-					float		expect = n == 0 ? 0.0f : x[(c % n) * dims + off + j];
-
-					CHECK(cent[j] == expect, "n %d s %d c %d j %d: %g != %g", n, s, c, j, cent[j], expect);
-				}
+				CHECK(pq.coarse[c * dims + j] == expect, "n %d c %d j %d: %g != %g", n, c, j,
+					  pq.coarse[c * dims + j], expect);
 			}
+		}
+		for (i = 0; i < n; i++)
+		{
+			float		err = gateann_pq_encode(&pq, x + i * dims, code, work, NULL);
+
+			gateann_pq_decode(&pq, code, out);
+			CHECK(err == 0.0f && dl2(out, x + i * dims, dims) == 0.0, "n %d row %d: error %g", n, i, err);
 		}
 		free(pq.centroids);
 	}
@@ -187,8 +204,9 @@ test_duplicates(void)
 				i;
 	float	   *x = malloc(sizeof(float) * dims * n);
 	GateannPQ	pq;
-	uint8_t		code[2];
-	float		out[8];
+	uint8_t		code[2 + GATEANN_PQ_CODE_EXTRA];
+	float		out[8],
+				work[8];
 
 	/* only 3 distinct rows: most clusters stay empty, must not misbehave */
 	for (i = 0; i < n * dims; i++)
@@ -196,12 +214,14 @@ test_duplicates(void)
 	train(&pq, dims, m, x, n, 7, 12);
 	for (i = 0; i < 3; i++)
 	{
-		gateann_pq_encode(&pq, x + i * dims, code);
+		gateann_pq_encode(&pq, x + i * dims, code, work, NULL);
 		gateann_pq_decode(&pq, code, out);
 		CHECK(dl2(out, x + i * dims, dims) == 0.0, "row %d not reproduced exactly", i);
 	}
-	for (i = 0; i < K * dims; i++)
+	for (i = 0; i < 2 * K * dims; i++)
 		CHECK(isfinite(pq.centroids[i]), "non-finite centroid value");
+	CHECK(gateann_pq_coarse_spacing(&pq) == 8.0f, "spacing of rows 0, 1, 2 in 8 dims: %g",
+		  gateann_pq_coarse_spacing(&pq));
 	free(pq.centroids);
 	free(x);
 }
@@ -224,8 +244,9 @@ test_interrupts(void)
 	TestRng		r = {31};
 	float	   *x = malloc(sizeof(float) * dims * n);
 	void	   *scratch = malloc(gateann_pq_train_scratch_bytes(n, dims, m));
-	GateannPQ	pq = {dims, m, malloc(gateann_pq_codebook_bytes(dims))};
+	GateannPQ	pq;
 
+	gateann_pq_attach(&pq, dims, m, malloc(gateann_pq_codebook_bytes(dims)));
 	trng_fill(&r, x, (size_t) dims * n, 1.0f);
 	interrupt_calls = 0;
 	gateann_pq_train(&pq, x, n, 3, iters, scratch, count_interrupts);
@@ -237,54 +258,101 @@ test_interrupts(void)
 	free(x);
 }
 
-/* encode = nearest centroid per subspace by brute force (double) */
+/*
+ * encode = the nearest coarse centroid, then the nearest residual centroid
+ * per subspace, by brute force (double); its own term and the returned
+ * error and coarse distance agree with the decoded vector
+ */
 static void
 check_encode_bruteforce(const GateannPQ *pq, const float *vecs, int nv)
 {
-	uint8_t    *code = malloc(pq->m);
+	int			dims = pq->dims,
+				m = pq->m;
+	uint8_t    *code = malloc(gateann_pq_code_bytes(m));
+	float	   *work = malloc(sizeof(float) * dims);
+	float	   *res = malloc(sizeof(float) * dims);
+	float	   *dec = malloc(sizeof(float) * dims);
 	int			v,
 				s,
-				c;
+				c,
+				j;
 
 	for (v = 0; v < nv; v++)
 	{
-		const float *x = vecs + (size_t) v * pq->dims;
+		const float *x = vecs + (size_t) v * dims;
+		const float *ca;
+		double		best = INFINITY,
+					got,
+					bias = 0.0,
+					norm = 0.0;
+		float		stored,
+					coarse_dist,
+					err;
 
-		gateann_pq_encode(pq, x, code);
-		for (s = 0; s < pq->m; s++)
+		err = gateann_pq_encode(pq, x, code, work, &coarse_dist);
+		ca = pq->coarse + (size_t) code[m] * dims;
+		got = dl2(ca, x, dims);
+		for (c = 0; c < K; c++)
 		{
-			int			off = gateann_pq_sub_offset(pq->dims, pq->m, s);
-			int			w = gateann_pq_sub_dims(pq->dims, pq->m, s);
+			double		d = dl2(pq->coarse + (size_t) c * dims, x, dims);
+
+			if (d < best)
+				best = d;
+		}
+		CHECK(got <= best * (1 + 1e-5) + 1e-20, "v %d: coarse %d dist %.9g best %.9g", v, code[m], got, best);
+		CHECK(fabs(coarse_dist - got) <= 1e-4 * got + 1e-6, "v %d: coarse_dist %g expected %g", v, coarse_dist, got);
+		for (j = 0; j < dims; j++)
+			res[j] = x[j] - ca[j];
+		for (s = 0; s < m; s++)
+		{
+			int			off = gateann_pq_sub_offset(dims, m, s);
+			int			w = gateann_pq_sub_dims(dims, m, s);
 			const float *cb = pq->centroids + (size_t) K * off;
-			double		best = INFINITY,
-						got = dl2(cb + (size_t) code[s] * w, x + off, w);
+			double		sbest = INFINITY,
+						sgot = dl2(cb + (size_t) code[s] * w, res + off, w);
 
 			for (c = 0; c < K; c++)
 			{
-				double		d = dl2(cb + (size_t) c * w, x + off, w);
+				double		d = dl2(cb + (size_t) c * w, res + off, w);
 
-				if (d < best)
-					best = d;
+				if (d < sbest)
+					sbest = d;
 			}
-			CHECK(got <= best * (1 + 1e-5) + 1e-20, "v %d s %d: code %d dist %.9g best %.9g", v, s, code[s], got, best);
+			CHECK(sgot <= sbest * (1 + 1e-4) + 1e-12, "v %d s %d: code %d dist %.9g best %.9g", v, s, code[s], sgot, sbest);
+			for (j = 0; j < w; j++)
+			{
+				double		r = cb[(size_t) code[s] * w + j];
+
+				norm += r * r;
+				bias += r * ca[off + j];
+			}
 		}
+		memcpy(&stored, code + m + 1, sizeof(float));
+		CHECK(fabs(stored - (norm + 2 * bias)) <= 1e-4 * (norm + fabs(2 * bias)) + 1e-6,
+			  "v %d: stored term %g expected %g", v, stored, norm + 2 * bias);
+		gateann_pq_decode(pq, code, dec);
+		CHECK(fabs(err - dl2(dec, x, dims)) <= 1e-4 * dl2(dec, x, dims) + 1e-6,
+			  "v %d: error %g, decoded %g", v, err, dl2(dec, x, dims));
 	}
 	free(code);
+	free(work);
+	free(res);
+	free(dec);
 }
 
-/* table sums match decode; adc matches too */
+/* the distance a table gives a code is the distance to the decoded vector */
 static void
 check_tables(const GateannPQ *pq, const float *vecs, int nv, const float *queries, int nq)
 {
 	int			dims = pq->dims,
 				m = pq->m;
-	float	   *tl2 = malloc(sizeof(float) * m * K);
-	float	   *tip = malloc(sizeof(float) * m * K);
+	float	   *tl2 = malloc(sizeof(float) * gateann_pq_table_floats(m));
+	float	   *tip = malloc(sizeof(float) * gateann_pq_table_floats(m));
 	float	   *dec = malloc(sizeof(float) * dims);
-	uint8_t    *code = malloc(m);
+	float	   *work = malloc(sizeof(float) * dims);
+	uint8_t    *code = malloc(gateann_pq_code_bytes(m));
 	int			q,
-				v,
-				s;
+				v;
 
 	for (q = 0; q < nq; q++)
 	{
@@ -294,33 +362,30 @@ check_tables(const GateannPQ *pq, const float *vecs, int nv, const float *querie
 		gateann_pq_distance_table(pq, qv, GATEANN_PQ_IP, tip);
 		for (v = 0; v < nv; v++)
 		{
-			double		sl2 = 0.0,
-						sip = 0.0,
-						el2,
+			double		el2,
 						eip,
-						absip = 0.0;
+						scale = 0.0,
+						sl2,
+						sip;
 			int			j;
 
-			gateann_pq_encode(pq, vecs + (size_t) v * dims, code);
+			gateann_pq_encode(pq, vecs + (size_t) v * dims, code, work, NULL);
 			gateann_pq_decode(pq, code, dec);
-			for (s = 0; s < m; s++)
-			{
-				sl2 += tl2[s * K + code[s]];
-				sip += tip[s * K + code[s]];
-			}
 			for (j = 0; j < dims; j++)
-				absip += fabs((double) qv[j] * dec[j]);
+				scale += (double) qv[j] * qv[j] + (double) dec[j] * dec[j];
 			el2 = dl2(qv, dec, dims);
 			eip = -ddot(qv, dec, dims);
-			CHECK(fabs(sl2 - el2) <= 1e-5 * el2 + 1e-20, "q %d v %d: table l2 %.9g decode l2 %.9g", q, v, sl2, el2);
-			CHECK(fabs(sip - eip) <= 1e-5 * absip + 1e-20, "q %d v %d: table ip %.9g decode ip %.9g", q, v, sip, eip);
-			CHECK(fabs(gateann_pq_adc(tl2, code, m) - el2) <= 1e-5 * el2 + 1e-20, "adc l2 mismatch");
-			CHECK(fabs(gateann_pq_adc(tip, code, m) - eip) <= 1e-5 * absip + 1e-20, "adc ip mismatch");
+			sl2 = gateann_pq_code_distance(tl2, code, m);
+			sip = gateann_pq_code_distance(tip, code, m);
+			/* the terms are sums of products of the size of the norms */
+			CHECK(fabs(sl2 - el2) <= 2e-5 * scale + 1e-12, "q %d v %d: table l2 %.9g decode l2 %.9g", q, v, sl2, el2);
+			CHECK(fabs(sip - eip) <= 2e-5 * scale + 1e-12, "q %d v %d: table ip %.9g decode ip %.9g", q, v, sip, eip);
 		}
 	}
 	free(tl2);
 	free(tip);
 	free(dec);
+	free(work);
 	free(code);
 }
 
@@ -344,8 +409,10 @@ test_encode_and_tables(int dims, int m, int n)
 
 /*
  * Clustered data: 64 well separated centers plus small noise.  The trained
- * codebook must reproduce vectors far better than random codes, and Lloyd
- * iterations must not be worse than the initial sample codebook.
+ * codebook must reproduce vectors far better than random codes, Lloyd
+ * iterations must not be worse than the initial sample codebook, and the
+ * coarse quantizer must find the clusters: the residuals it leaves are
+ * coded down to about the noise.
  */
 static void
 test_quantization_error(void)
@@ -360,8 +427,9 @@ test_quantization_error(void)
 	TestRng		r = {2024};
 	float	   *centers = malloc(sizeof(float) * dims * ncl);
 	float	   *x = malloc(sizeof(float) * dims * n);
-	float		dec[32];
-	uint8_t		code[8];
+	float		dec[32],
+				work[32];
+	uint8_t		code[8 + GATEANN_PQ_CODE_EXTRA];
 	double		err_trained = 0.0,
 				err_init = 0.0,
 				err_random = 0.0;
@@ -380,14 +448,11 @@ test_quantization_error(void)
 	train(&pq0, dims, m, x, n, 1, 0);
 	for (i = 0; i < n; i++)
 	{
-		gateann_pq_encode(&pq, x + i * dims, code);
-		gateann_pq_decode(&pq, code, dec);
-		err_trained += dl2(dec, x + i * dims, dims);
-		gateann_pq_encode(&pq0, x + i * dims, code);
-		gateann_pq_decode(&pq0, code, dec);
-		err_init += dl2(dec, x + i * dims, dims);
+		err_trained += gateann_pq_encode(&pq, x + i * dims, code, work, NULL);
+		err_init += gateann_pq_encode(&pq0, x + i * dims, code, work, NULL);
 		for (s = 0; s < m; s++)
 			code[s] = (uint8_t) (trng_next(&r) & 255);
+		code[m] = (uint8_t) (trng_next(&r) & 255);
 		gateann_pq_decode(&pq, code, dec);
 		err_random += dl2(dec, x + i * dims, dims);
 	}
@@ -396,10 +461,10 @@ test_quantization_error(void)
 	err_random /= n;
 	printf("    # mean sq error: trained %.4f, initial sample %.4f, random codes %.4f\n",
 		   err_trained, err_init, err_random);
-	CHECK(err_trained < 0.02 * err_random, "trained %.4f vs random %.4f", err_trained, err_random);
+	CHECK(err_trained < 0.01 * err_random, "trained %.4f vs random %.4f", err_trained, err_random);
 	CHECK(err_trained <= err_init * 1.0001, "trained %.4f worse than init %.4f", err_trained, err_init);
-	/* noise floor: 32 dims * var(U(-0.3,0.3)) = 0.96; k-means must get near it */
-	CHECK(err_trained < 2.0, "trained error %.4f far above noise floor", err_trained);
+	/* the noise: 32 dims * var(U(-0.3,0.3)) = 0.96; its residual codes get well below */
+	CHECK(err_trained < 0.5, "trained error %.4f not below the noise", err_trained);
 	free(pq.centroids);
 	free(pq0.centroids);
 	free(x);

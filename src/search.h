@@ -1,0 +1,41 @@
+/*
+ * search.h — graph walks shared by every module that needs one.
+ *
+ * Plain C (no PostgreSQL headers, no allocation), like pq.h: the callers
+ * pass every buffer, and the graph is read through a callback, so the same
+ * walk serves the build's in-memory adjacency, the in-memory neighbor store
+ * and records read from pages.
+ */
+#ifndef GATEANN_SEARCH_H
+#define GATEANN_SEARCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Neighbors of node id: writes at most `max` ids to out and returns how
+ * many; a negative count means "not a node a walk may pass" (a free slot,
+ * a node the source does not know).
+ */
+typedef int (*GateannNeighborsFn) (void *arg, uint32_t id, uint32_t *out, int max);
+
+/*
+ * Breadth-first walk from `from` over the edges `neighbors` gives (at most
+ * max_degree per node), marking every node reached in the bitmap `reached`
+ * (one bit per id below nnodes, set bits are not walked again).  queue:
+ * room for nnodes ids; row: room for max_degree ids.  Ids at or beyond
+ * nnodes are ignored.  A node the callback refuses is marked too (so it is
+ * asked about once) but not walked from: callers read the bits of nodes
+ * only.  Returns how many nodes it newly reached that were not refused.
+ */
+extern uint32_t gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn neighbors,
+							  void *arg, int max_degree, uint8_t *reached, uint32_t *queue,
+							  uint32_t *row);
+
+static inline int
+gateann_reached(const uint8_t *reached, uint32_t id)
+{
+	return (reached[id >> 3] >> (id & 7)) & 1;
+}
+
+#endif							/* GATEANN_SEARCH_H */
