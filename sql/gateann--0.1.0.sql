@@ -261,7 +261,8 @@ CREATE FUNCTION gateann_last_scan(
 	OUT filter_false_positives bigint, OUT exact_distances bigint,
 	OUT pq_distances bigint, OUT returned bigint, OUT io_wait_us bigint,
 	OUT tunnel_us bigint, OUT compute_us bigint, OUT io_method text,
-	OUT io_direct boolean, OUT strategy text, OUT recoveries bigint)
+	OUT io_direct boolean, OUT strategy text, OUT recoveries bigint,
+	OUT budget_exhausted boolean)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 

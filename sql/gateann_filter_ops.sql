@@ -4,6 +4,10 @@
 CREATE EXTENSION IF NOT EXISTS gateann;
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO, YMD';
+-- every matching row, found by streaming the whole index: relaxed_order
+-- returns each row it finds (strict_order may skip a row a later round
+-- finds closer than one it already returned)
+SET gateann.iterative_scan = relaxed_order;
 CREATE OR REPLACE FUNCTION rnd(i int, j int) RETURNS real LANGUAGE sql IMMUTABLE
   AS $$ SELECT ((abs(sin(i * 12.9898 + j * 78.233)) * 43758.5453)::numeric % 1)::real $$;
 -- val, or NULL on every m-th row

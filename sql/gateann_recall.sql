@@ -114,8 +114,10 @@ INSERT INTO nr SELECT i, ARRAY(SELECT (random() + 5)::real FROM generate_series(
   FROM generate_series(3001, 4000) i;
 INSERT INTO nr SELECT i, ARRAY(SELECT (random() + 9)::real FROM generate_series(1, 32) WHERE i > 0)
   FROM generate_series(4001, 5000) i;
+SET gateann.iterative_scan = relaxed_order;	-- every row a stream finds
 SELECT count(DISTINCT id) AS reached
   FROM (SELECT id FROM nr ORDER BY v <-> (SELECT v FROM nr WHERE id = 1) LIMIT 100000) s;
+RESET gateann.iterative_scan;
 SELECT count(*) FILTER (WHERE (SELECT o.id FROM nr o ORDER BY o.v <-> n.v LIMIT 1) = n.id)
        AS self_found, count(*) AS sampled
   FROM nr n WHERE id > 3000 AND id % 10 = 0;
@@ -133,8 +135,10 @@ INSERT INTO nr SELECT i, ARRAY(SELECT (random() + 5)::real FROM generate_series(
 INSERT INTO nr SELECT i, ARRAY(SELECT (random() + 9)::real FROM generate_series(1, 4) WHERE i > 0)
   FROM generate_series(4001, 5000) i;
 VACUUM nr;
+SET gateann.iterative_scan = relaxed_order;	-- every row a stream finds
 SELECT count(DISTINCT id) AS reached
   FROM (SELECT id FROM nr ORDER BY v <-> (SELECT v FROM nr WHERE id = 1) LIMIT 100000) s;
+RESET gateann.iterative_scan;
 SELECT count(*) FILTER (WHERE (SELECT o.id FROM nr o ORDER BY o.v <-> n.v LIMIT 1) = n.id)
        AS self_found, count(*) AS sampled
   FROM nr n WHERE id > 3000 AND id % 10 = 0;

@@ -28,11 +28,56 @@ SELECT array_agg(id ORDER BY id)
 -- the whole index can be streamed
 SELECT count(*) FROM (SELECT id FROM s ORDER BY v <-> '{0,0,0,0,0,0}' LIMIT 10000) r;
 
--- gateann.max_scan_tuples caps the nodes a scan visits
+-- gateann.max_scan_tuples caps the nodes a scan visits; when the executor
+-- still wants rows, a NOTICE and budget_exhausted say so
 SET gateann.max_scan_tuples = 50;
 SELECT count(*) FROM (SELECT id FROM s ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 500) r;
-SELECT visited FROM gateann_last_scan();
+SELECT visited, budget_exhausted FROM gateann_last_scan();
+SELECT count(*) FROM (SELECT id FROM s ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 20) r;
+SELECT budget_exhausted FROM gateann_last_scan();
 RESET gateann.max_scan_tuples;
+
+-- rows in exact distance order across rounds.  tenant is not indexed: the
+-- executor filters, the scan resumes with longer lists.  strict_order (the
+-- default) never returns a row closer than one before it; relaxed_order
+-- returns every row it finds; off stops after the first round.
+CREATE FUNCTION out_of_order(q real[], lim int) RETURNS bigint LANGUAGE sql AS $$
+  SELECT count(*) FROM (
+    SELECT d < lag(d) OVER (ORDER BY n) AS back
+      FROM (SELECT row_number() OVER () AS n, v <-> q AS d
+              FROM (SELECT v FROM s WHERE tenant = 3 ORDER BY v <-> q LIMIT lim) r) t) u
+   WHERE back $$;
+CREATE TEMP TABLE qs AS
+  SELECT k, ARRAY(SELECT rnd(k + 9000, j) * 5 FROM generate_series(1, 6) j)::real[] AS q
+  FROM generate_series(1, 40) k;
+SET gateann.search_list_size = 10;
+SHOW gateann.iterative_scan;
+SELECT sum(out_of_order(q, 30)) AS strict_out_of_order,
+       count(*) FILTER (WHERE (SELECT count(*) FROM (SELECT 1 FROM s WHERE tenant = 3
+                               ORDER BY v <-> q LIMIT 30) r) = 30) AS strict_full
+  FROM qs;
+SET gateann.iterative_scan = relaxed_order;
+SELECT sum(out_of_order(q, 30)) > 0 AS relaxed_out_of_order FROM qs;
+SET gateann.iterative_scan = off;
+SELECT count(*) < 30 AS off_short
+  FROM (SELECT id FROM s WHERE tenant = 3 ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 30) r;
+RESET gateann.iterative_scan;
+RESET gateann.search_list_size;
+DROP TABLE qs;
+DROP FUNCTION out_of_order(real[], int);
+
+-- the vector column: every indexed row IS NOT NULL, none IS NULL
+SELECT count(*) FROM (SELECT id FROM s WHERE v IS NOT NULL ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 5) r;
+SELECT count(*) FROM (SELECT id FROM s WHERE v IS NULL ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 5) r;
+
+-- a filter the dictionaries prove matches nothing: no search at all
+CREATE INDEX s_tenant_idx ON s USING gateann (v, tenant);
+SELECT count(*) FROM (SELECT id FROM s WHERE tenant = 77 ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 5) r;
+SELECT visited, reads, strategy FROM gateann_last_scan();
+-- ... until a row has such a value
+INSERT INTO s VALUES (5000, 77, '{1,1,1,1,1,1}');
+SELECT id FROM s WHERE tenant = 77 ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 5;
+DROP INDEX s_tenant_idx;
 
 -- cursors: the scan only moves forward; a SCROLL cursor materializes
 BEGIN;
@@ -47,3 +92,20 @@ MOVE BACKWARD 4 IN c;
 MOVE FORWARD ALL IN c;
 ROLLBACK;
 DROP TABLE s;
+
+-- magnitudes: L2 and inner-product distances between elements beyond 1e16
+-- would overflow single precision, so such vectors are refused; cosine
+-- normalises them first
+CREATE TABLE big (id int, v real[]);
+INSERT INTO big SELECT i, ARRAY[i * 1e14, -i * 1e14, 1] FROM generate_series(1, 50) i;
+CREATE INDEX big_idx ON big USING gateann (v);
+SELECT id FROM big ORDER BY v <-> ARRAY[7e14, -7e14, 1]::real[] LIMIT 3;
+INSERT INTO big VALUES (51, '{1e20,1e20,1e20}');
+SELECT id FROM big ORDER BY v <-> '{1e20,1e20,1e20}' LIMIT 1;
+DROP INDEX big_idx;
+INSERT INTO big VALUES (51, '{1e20,1e20,1e20}');
+CREATE INDEX big_idx ON big USING gateann (v);
+CREATE INDEX big_ip ON big USING gateann (v float4_ip_ops);
+CREATE INDEX big_cos ON big USING gateann (v float4_cosine_ops);
+SELECT id FROM big ORDER BY v <=> '{1e20,1e20,1e20}' LIMIT 1;
+DROP TABLE big;

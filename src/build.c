@@ -165,7 +165,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 						dims, bs->dims),
 				 errhint("All vectors in one gateann index must have the same number of dimensions; use a partial or expression index to separate them.")));
 
-	bad = gateann_first_nonfinite(v, dims);
+	bad = gateann_first_unindexable(v, dims, bs->metric);
 	if (bad >= 0 && !tupleIsAlive)
 	{
 		MemoryContextSwitchTo(oldcxt);
@@ -173,12 +173,9 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		return;
 	}
 	if (bad >= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("vector in row %s of \"%s\" has a non-finite value (%g) in dimension %d",
-						gateann_tid_string(tid), bs->heapname,
-						(double) v[bad], bad + 1),
-				 errhint("NaN and infinity cannot be indexed; fix or exclude the row.")));
+		gateann_report_unindexable(psprintf("vector in row %s of \"%s\"",
+											gateann_tid_string(tid), bs->heapname),
+								   v, bad);
 
 	/* Cosine: unit vectors; a zero vector has no direction and is skipped. */
 	if (bs->metric == GATEANN_METRIC_COSINE && !gateann_normalize(v, dims))
@@ -638,8 +635,10 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		if (m > bs.dims)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
-							m, bs.dims)));
+					 errmsg("gateann index \"%s\": pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
+							RelationGetRelationName(index), m, bs.dims),
+					 errhint("ALTER INDEX ... SET (pq_subspaces = n) with n at most %d, or 0 for a size chosen from the dimensions.",
+							 bs.dims)));
 		meta.pq_subspaces = m;
 
 		/* 2. PQ: sample rows by a partial Fisher-Yates over an index array */

@@ -48,6 +48,19 @@
 #endif
 /* --- end io.c */
 
+/* PG16 replaced pg_class_ownercheck() by object_ownercheck(). */
+#if PG_VERSION_NUM >= 160000
+#define gateann_relation_owned_by(relid, role) \
+	object_ownercheck(RelationRelationId, (relid), (role))
+#else
+#define gateann_relation_owned_by(relid, role)	pg_class_ownercheck((relid), (role))
+#endif
+
+/* PG17 added the pg_maintain role. */
+#if PG_VERSION_NUM >= 170000
+#define GATEANN_HAVE_PG_MAINTAIN	1
+#endif
+
 /* PG17 moved the local transaction id into PGPROC.vxid. */
 #if PG_VERSION_NUM >= 170000
 #define GATEANN_MY_LXID()	(MyProc->vxid.lxid)

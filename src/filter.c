@@ -939,10 +939,16 @@ gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 
 		if (sk->sk_attno == 1)
 		{
-			/* NULL vectors are not indexed: IS NULL finds nothing */
+			/*
+			 * NULL vectors are not indexed: IS NOT NULL holds for every row
+			 * (PostgreSQL sets SK_ISNULL on that key too, so test it first),
+			 * IS NULL and a comparison with NULL for none.
+			 */
+			if (sk->sk_flags & SK_SEARCHNOTNULL)
+				continue;
 			if (sk->sk_flags & (SK_SEARCHNULL | SK_ISNULL))
 				*never = true;
-			else if (!(sk->sk_flags & SK_SEARCHNOTNULL))
+			else
 				f->recheck = true;
 			continue;
 		}
@@ -1058,6 +1064,32 @@ key_store_pass(const FilterKey *k, const uint8 *const *cols, uint32 id)
 				return true;
 		return false;
 	}
+}
+
+bool
+gateann_filter_matches_nothing(const GateannFilter *filter, const uint8 *const *cols,
+							   uint32 capacity)
+{
+	int			i;
+
+	for (i = 0; i < filter->nkeys; i++)
+	{
+		const FilterKey *k = &filter->keys[i];
+		int			code;
+
+		if (k->store_all || k->kind != GATEANN_FILTER_KIND_SCALAR)
+			continue;
+		for (code = 0; code < 256; code++)
+			if (code != GATEANN_CODE_UNKNOWN && (k->pass[code >> 3] & (1 << (code & 7))))
+				break;
+		if (code < 256)
+			continue;			/* a value the dictionary knows passes */
+		/* only values the dictionary does not know might: does any node have one? */
+		if (!(k->pass[GATEANN_CODE_UNKNOWN >> 3] & (1 << (GATEANN_CODE_UNKNOWN & 7))) ||
+			memchr(cols[k->col], GATEANN_CODE_UNKNOWN, capacity) == NULL)
+			return true;
+	}
+	return false;
 }
 
 bool

@@ -142,6 +142,15 @@ extern bool gateann_filter_active(const GateannFilter *filter);
 /* Keys the record check cannot decide (types we do not evaluate) */
 extern bool gateann_filter_needs_recheck(const GateannFilter *filter);
 
+/*
+ * Does the filter store prove that no node matches: a key on a scalar column
+ * whose passing codes are none, or only "a value the dictionary does not
+ * know" while no node of the first `capacity` has such a value?  (Codes of
+ * nodes not present are 0, a value the dictionary knows.)
+ */
+extern bool gateann_filter_matches_nothing(const GateannFilter *filter,
+										   const uint8 *const *cols, uint32 capacity);
+
 /* In-memory check of node id (O(number of keys)); no false negatives. */
 extern bool gateann_filter_store_pass(const GateannFilter *filter,
 									  const uint8 *const *cols, uint32 id);

@@ -33,6 +33,15 @@ int			gateann_tunnel_neighbors_guc = 0;
 int			gateann_tunnel_batch = 4;
 double		gateann_prefilter_selectivity = 0.02;
 
+int			gateann_iterative_scan = GATEANN_ITERATIVE_STRICT;
+
+static const struct config_enum_entry iterative_scan_options[] = {
+	{"off", GATEANN_ITERATIVE_OFF, false},
+	{"strict_order", GATEANN_ITERATIVE_STRICT, false},
+	{"relaxed_order", GATEANN_ITERATIVE_RELAXED, false},
+	{NULL, 0, false}
+};
+
 static const struct config_enum_entry filter_mode_options[] = {
 	{"gate", GATEANN_FILTER_MODE_GATE, false},
 	{"post", GATEANN_FILTER_MODE_POST, false},
@@ -92,6 +101,12 @@ _PG_init(void)
 							 &gateann_filter_mode,
 							 GATEANN_FILTER_MODE_GATE, filter_mode_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("gateann.iterative_scan",
+							 "What a gateann scan does when the rows of its search run out.",
+							 "off returns only them; strict_order searches on with a longer list and returns rows in exact distance order (a row closer than one already returned is skipped); relaxed_order returns every row found, a later one possibly closer.",
+							 &gateann_iterative_scan,
+							 GATEANN_ITERATIVE_STRICT, iterative_scan_options,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gateann.tunnel_neighbors",
 							"Neighbors of the in-memory neighbor store used when tunneling (0 = all stored).",
 							"At most the index's tunnel_neighbors option are stored.",
@@ -129,8 +144,16 @@ gateann_options(Datum reloptions, bool validate)
 		{"locality_order", RELOPT_TYPE_BOOL, offsetof(GateannOptions, locality_order)},
 	};
 
-	return (bytea *) build_reloptions(reloptions, validate, gateann_relopt_kind,
-									  sizeof(GateannOptions), tab, lengthof(tab));
+	bytea	   *opts = (bytea *) build_reloptions(reloptions, validate, gateann_relopt_kind,
+												  sizeof(GateannOptions), tab, lengthof(tab));
+
+	/*
+	 * At CREATE INDEX and ALTER INDEX ... SET: refuse what the next build
+	 * would refuse, now rather than at REINDEX.
+	 */
+	if (validate && opts != NULL)
+		gateann_check_options((GateannOptions *) opts);
+	return opts;
 }
 
 GateannOptions *

@@ -286,6 +286,12 @@ extern int	gateann_tunnel_batch;
 #define GATEANN_TUNNEL_BATCH_MAX	8
 extern double gateann_prefilter_selectivity;
 
+/* gateann.iterative_scan (pgvector's hnsw.iterative_scan values) */
+extern int	gateann_iterative_scan;
+#define GATEANN_ITERATIVE_OFF		0	/* the first search's rows only */
+#define GATEANN_ITERATIVE_STRICT	1	/* search on; rows in exact order */
+#define GATEANN_ITERATIVE_RELAXED	2	/* search on; every row found */
+
 /* gateann.filter_mode (SPEC §4.4) */
 #define GATEANN_FILTER_MODE_GATE	0	/* check in memory before I/O, tunnel */
 #define GATEANN_FILTER_MODE_POST	1	/* read everything, filter after */
@@ -312,6 +318,7 @@ typedef struct GateannScanStats
 	const char *strategy;		/* "graph", "prefilter", "graph, then prefilter"
 								 * ("none": no search) */
 	int64		recoveries;		/* times the search was stuck and recovered */
+	bool		budget_exhausted;	/* stopped at gateann.max_scan_tuples */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;
@@ -325,7 +332,23 @@ extern int	gateann_tunnel_neighbors(const GateannOptions *opts);
 extern char *gateann_tid_string(ItemPointer tid);
 
 /* info.c */
-extern Relation gateann_open_index(Oid relid, LOCKMODE lockmode);
+
+/* What a caller of a gateann SQL function must be allowed to do */
+typedef enum GateannAccess
+{
+	GATEANN_ACCESS_READ,		/* SELECT on the table (what the index holds) */
+	GATEANN_ACCESS_CHECK,		/* + owner, pg_maintain or pg_monitor (a walk
+								 * of the whole index, holding off writers) */
+	GATEANN_ACCESS_MAINTAIN		/* owner or pg_maintain (loads and evicts
+								 * shared memory) */
+} GateannAccess;
+
+/*
+ * Open `relid` as a gateann index with `lockmode`, after checking that the
+ * current user may `access` it (ERROR naming what is missing otherwise), or
+ * ERROR naming what it is instead.
+ */
+extern Relation gateann_open_index(Oid relid, LOCKMODE lockmode, GateannAccess access);
 
 /* Live (not deleted, not freed) nodes of an index */
 #define GATEANN_LIVE_NODES(meta) \

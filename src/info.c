@@ -10,10 +10,13 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "catalog/index.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_authid.h"
 #include "commands/defrem.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -28,8 +31,8 @@ Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[16];
-	bool		nulls[16] = {0};
+	Datum		values[17];
+	bool		nulls[17] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -51,6 +54,7 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[13] = BoolGetDatum(s->io_direct);
 	values[14] = CStringGetTextDatum(s->strategy ? s->strategy : "none");
 	values[15] = Int64GetDatum(s->recoveries);
+	values[16] = BoolGetDatum(s->budget_exhausted);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -71,13 +75,58 @@ metric_name(int metric)
 }
 
 /*
- * Open `relid` as a gateann index with `lockmode`, or ERROR naming what it
- * is instead.
+ * May the current user `access` the gateann index on table heapoid?  As
+ * pg_prewarm and amcheck: reading needs SELECT on the table; a check walking
+ * the whole index (and holding off its writers meanwhile) ownership of the
+ * table or membership in pg_maintain (PostgreSQL 17 on) or pg_monitor; loading
+ * stores into shared memory, where they evict other indexes', ownership or
+ * pg_maintain.
  */
-Relation
-gateann_open_index(Oid relid, LOCKMODE lockmode)
+static void
+check_access(Oid heapoid, Oid indexoid, GateannAccess access)
 {
-	Relation	rel = try_relation_open(relid, lockmode);
+	Oid			role = GetUserId();
+	bool		ok;
+	const char *needed;
+
+	if (access == GATEANN_ACCESS_READ)
+	{
+		ok = pg_class_aclcheck(heapoid, role, ACL_SELECT) == ACLCHECK_OK;
+		needed = "SELECT on its table";
+	}
+	else
+	{
+		ok = gateann_relation_owned_by(heapoid, role);
+#ifdef GATEANN_HAVE_PG_MAINTAIN
+		ok = ok || has_privs_of_role(role, ROLE_PG_MAINTAIN);
+		needed = access == GATEANN_ACCESS_CHECK ?
+			"ownership of its table, or membership in pg_maintain or pg_monitor" :
+			"ownership of its table, or membership in pg_maintain";
+#else
+		needed = access == GATEANN_ACCESS_CHECK ?
+			"ownership of its table, or membership in pg_monitor" :
+			"ownership of its table";
+#endif
+		if (access == GATEANN_ACCESS_CHECK)
+			ok = ok || has_privs_of_role(role, ROLE_PG_MONITOR);
+	}
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for index \"%s\"", get_rel_name(indexoid)),
+				 errdetail("This needs %s.", needed)));
+}
+
+Relation
+gateann_open_index(Oid relid, LOCKMODE lockmode, GateannAccess access)
+{
+	Oid			heapoid = IndexGetRelation(relid, true);
+	Relation	rel;
+
+	/* before any lock: a role without rights must not even hold off writers */
+	if (OidIsValid(heapoid))
+		check_access(heapoid, relid, access);
+	rel = try_relation_open(relid, lockmode);
 
 	if (rel == NULL)
 		ereport(ERROR,
@@ -87,8 +136,16 @@ gateann_open_index(Oid relid, LOCKMODE lockmode)
 		rel->rd_rel->relam != get_index_am_oid("gateann", false))
 	{
 		char	   *name = pstrdup(RelationGetRelationName(rel));
+		bool		partitioned = rel->rd_rel->relkind == RELKIND_PARTITIONED_INDEX &&
+			rel->rd_rel->relam == get_index_am_oid("gateann", false);
 
 		relation_close(rel, lockmode);
+		if (partitioned)
+			ereport(ERROR,
+					(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+					 errmsg("\"%s\" is a partitioned gateann index, which holds no data itself", name),
+					 errhint("Call the function on the index of each partition: SELECT relid FROM pg_partition_tree('%s') WHERE isleaf.",
+							 name)));
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a gateann index", name)));
@@ -114,7 +171,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 
-	index = gateann_open_index(relid, AccessShareLock);
+	index = gateann_open_index(relid, AccessShareLock, GATEANN_ACCESS_READ);
 	gateann_read_meta(index, &meta);
 	opts = gateann_get_options(index);
 	r_max = Min(opts->tunnel_neighbors, meta.max_neighbors);
@@ -170,7 +227,8 @@ gateann_index_info(PG_FUNCTION_ARGS)
 Datum
 gateann_prewarm(PG_FUNCTION_ARGS)
 {
-	Relation	index = gateann_open_index(PG_GETARG_OID(0), AccessShareLock);
+	Relation	index = gateann_open_index(PG_GETARG_OID(0), AccessShareLock,
+										   GATEANN_ACCESS_MAINTAIN);
 	GateannMetaPageData meta;
 	GateannStore *store;
 	int64		bytes;

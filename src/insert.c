@@ -864,13 +864,9 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 
 	gateann_vector_reader_init(&reader, index);
 	is.vector = gateann_vector_from_datum(&reader, values[0], &dims);
-	bad = gateann_first_nonfinite(is.vector, dims);
+	bad = gateann_first_unindexable(is.vector, dims, gateann_index_metric(index));
 	if (bad >= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("vector has a non-finite value (%g) in dimension %d",
-						(double) is.vector[bad], bad + 1),
-				 errhint("NaN and infinity cannot be indexed.")));
+		gateann_report_unindexable("vector", is.vector, bad);
 	/* cosine: unit vectors; a zero vector has no direction and is not indexed */
 	if (gateann_index_metric(index) == GATEANN_METRIC_COSINE &&
 		!gateann_normalize(is.vector, dims))

@@ -150,8 +150,10 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 	if (m > dims)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
-						m, dims)));
+				 errmsg("gateann index \"%s\": pq_subspaces (%d) cannot exceed the number of dimensions of its first vector (%d)",
+						RelationGetRelationName(index), m, dims),
+				 errhint("ALTER INDEX ... SET (pq_subspaces = n) with n at most %d, or 0 for a size chosen from the dimensions.",
+						 dims)));
 
 	meta->dims = dims;
 	meta->pq_subspaces = m;

@@ -1,17 +1,24 @@
 /*
  * scan.c — ORDER BY vector <op> query scans.
  *
- * The search is GateANN's Algorithm 1 (papers/000) without the filter
- * decision, which the filtering work adds at the one marked place:
+ * The search is GateANN's Algorithm 1:
  *
- *   frontier   at most L candidates ordered by PQ distance (PQ codes from
- *              the in-memory store, store.c)
+ *   frontier   candidates ordered by PQ distance (PQ codes from the
+ *              in-memory store, store.c), at most L of them, L / s for a
+ *              filter the sampled share s of the nodes passes (L counts the
+ *              candidates that may match); it starts from the entry points
+ *              nearest the query, and for a filtered gate search from the
+ *              nearest ones that pass the in-memory check too
  *   dispatch   while fewer than W = gateann.io_width reads are in flight,
- *              take the best undispatched candidate and issue an
- *              asynchronous read of its record (io.c)
+ *              take the best undispatched candidate; in gate mode one the
+ *              in-memory filter check rules out is crossed in memory
+ *              through the neighbor store (tunneled: no read, never a
+ *              result), the others get an asynchronous read of their
+ *              record (io.c)
  *   completion for each landed record: exact distance from its
- *              full-precision vector into the result set, its full neighbor
- *              list into the frontier by PQ distance
+ *              full-precision vector into the result set (after the exact
+ *              filter check on the record), its full neighbor list into the
+ *              frontier by PQ distance
  *
  * A round ends when no undispatched candidate is left and nothing is in
  * flight; every completed node is then a result, returned in ascending exact
@@ -20,12 +27,15 @@
  * depend on device timing: every gateann.io_method gives the same rows at
  * equal L and W.
  *
- * Streaming (SPEC §4.5): when the results of a round run out (the executor
- * filtered rows away, or LIMIT exceeds L) the search resumes with twice the
- * list size, refilling the frontier from candidates it had pushed out, until
- * gateann.max_scan_tuples nodes were read or the graph is exhausted.  Rows of
- * one round come in exact order; a later round may find rows closer than
- * some already returned (like pgvector's relaxed_order).
+ * Streaming: when the results of a round run out (the executor filtered
+ * rows away, or LIMIT exceeds L) the search resumes with twice the list
+ * size, refilling the frontier from candidates it had pushed out, until
+ * gateann.max_scan_tuples nodes were read or the graph is exhausted
+ * (gateann.iterative_scan = off stops after the first round).  Rows of one
+ * round come in exact order; a later round may find rows closer than some
+ * already returned: strict_order (the default) skips those, relaxed_order
+ * returns them.  A scan that stops at the budget while the executor still
+ * wants rows says so (a NOTICE per statement, budget_exhausted).
  *
  * Pre-filtering (prefilter.h): in gate mode, a filter a sample says is
  * selective (gateann.prefilter_selectivity) skips the graph: the frontier
@@ -41,6 +51,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "gateann.h"
 #include "distance.h"
 #include "filter.h"
@@ -51,13 +63,16 @@
 #include "vector.h"
 
 #include "access/relscan.h"
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "pgstat.h"
+#include "utils/float.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 
 /* A filtered search's list is at most this many times L (first_list_size) */
 #define GATEANN_LIST_SCALE_MAX	64
@@ -133,6 +148,15 @@ typedef struct GateannScanOpaqueData
 	int64		tunneled;		/* nodes crossed in memory */
 	int64		matched;		/* read nodes that passed the filter */
 	bool		all_entries_seeded; /* every entry point was put into the list */
+	int			iterative;		/* gateann.iterative_scan of this scan */
+	bool		budget_spent;	/* stopped at gateann.max_scan_tuples */
+	int64		returned;		/* rows handed to the executor */
+	float		last_dist;		/* ... the last of them at this distance */
+	float		unreached;		/* unreached_bound() after the last round */
+	/* PQ distance less exact distance of the nodes read: count, sum, squares */
+	int64		over_n;
+	double		over_sum;
+	double		over_sq;
 
 	FrontierEntry *frontier;
 	int			fsize;
@@ -159,6 +183,7 @@ typedef GateannScanOpaqueData *GateannScanOpaque;
 typedef struct PendingRead
 {
 	uint32		id;
+	float		pq_dist;		/* its PQ distance in the list */
 	bool		landed;
 	bool		valid;			/* record holds the record read from the file */
 	char	   *record;			/* record_size bytes */
@@ -499,6 +524,10 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 											   GateannRecordVector(&so->meta, p->record),
 											   so->meta.dims);
 			gateann_last_scan_stats.exact_distances++;
+			/* how much PQ overstated it: running mean and square (unreached_bound) */
+			so->over_n++;
+			so->over_sum += p->pq_dist - r.dist;
+			so->over_sq += (double) (p->pq_dist - r.dist) * (p->pq_dist - r.dist);
 		}
 		if (fr != GATEANN_FILTER_FAIL)
 		{
@@ -607,6 +636,7 @@ dispatch(GateannScanOpaque so)
 		if (so->expanded >= gateann_max_scan_tuples)
 		{
 			so->exhausted = true;
+			so->budget_spent = true;
 			break;
 		}
 		id = so->frontier[i].id;
@@ -660,11 +690,64 @@ dispatch(GateannScanOpaque so)
 		so->expanded++;
 		p = &so->pending[so->next_seq % so->width];
 		p->id = id;
+		p->pq_dist = so->frontier[i].dist;
 		p->landed = false;
 		p->valid = false;
 		so->next_seq++;
 	}
 	tunnel_timer_stop(&timing, &tunnel_start);
+}
+
+/*
+ * After a round: how close a row a further round finds could be -- the
+ * smallest PQ distance of a candidate it would start from (those pushed out
+ * of the list, the entry points not visited yet, or the pre-filtered ones
+ * not read yet), less what PQ
+ * distances overstated exact ones among the nodes read so far (mean + 2
+ * standard deviations: a few badly coded nodes must not hold every row
+ * back); +infinity when there is no such candidate.  A result closer than
+ * that is unlikely to be beaten by anything a further round finds.
+ */
+static float
+unreached_bound(GateannScanOpaque so)
+{
+	float		bound = get_float4_infinity();
+	double		slack = 0;
+	int			i;
+
+	if (so->over_n > 0)
+	{
+		double		mean = so->over_sum / so->over_n;
+		double		var = Max(so->over_sq / so->over_n - mean * mean, 0.0);
+
+		slack = Max(mean + 3 * sqrt(var), 0.0);
+	}
+
+	if (so->prefilter)
+	{
+		int64		c;
+
+		/* (the ones not handed out yet are in no order) */
+		for (c = so->pf.taken; c < so->pf.ncands; c++)
+			bound = Min(bound, so->pf.cands[c].dist);
+		return bound - slack;
+	}
+	for (i = 0; i < so->evicted.size; i++)
+		bound = Min(bound, so->evicted.items[i].dist);
+	/* the entry points a walk that runs out goes on from (resume_search) */
+	if (!so->all_entries_seeded)
+	{
+		for (i = 0; i < (int) Min(so->meta.nentries, GATEANN_MAX_ENTRIES); i++)
+		{
+			uint32		e = so->meta.entries[i];
+			uint8		bit = (uint8) (1 << (e & 7));
+
+			if (e < so->store->capacity && gateann_store_has(so->store, e) &&
+				!(so->visited[e >> 3] & bit))
+				bound = Min(bound, pq_distance(so, e));
+		}
+	}
+	return bound - slack;
 }
 
 /*
@@ -703,6 +786,7 @@ search_round(IndexScanDesc scan)
 		p->valid = data != NULL &&
 			record_from_pages(so, p->id, blkno, data, p->record);
 	}
+	so->unreached = unreached_bound(so);
 }
 
 /* The list size of the next round: twice the last one, within the budget */
@@ -935,6 +1019,11 @@ begin_search(IndexScanDesc scan)
 	so->initialized = true;
 	so->no_results = true;
 	so->exhausted = true;
+	so->iterative = gateann_iterative_scan;
+	so->budget_spent = false;
+	so->returned = 0;
+	so->over_n = 0;
+	so->over_sum = so->over_sq = 0;
 
 	if (!IsMVCCSnapshot(scan->xs_snapshot))
 		ereport(ERROR,
@@ -960,11 +1049,9 @@ begin_search(IndexScanDesc scan)
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("query vector has %d dimensions, index \"%s\" has %d",
 						dims, RelationGetRelationName(index), so->meta.dims)));
-	if (gateann_first_nonfinite(so->query, dims) >= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("query vector has a non-finite value in dimension %d",
-						gateann_first_nonfinite(so->query, dims) + 1)));
+	if (gateann_first_unindexable(so->query, dims, so->metric) >= 0)
+		gateann_report_unindexable("query vector", so->query,
+								   gateann_first_unindexable(so->query, dims, so->metric));
 	/* a zero query has no cosine distance to anything (NaN): no rows */
 	if (so->metric == GATEANN_METRIC_COSINE && !gateann_normalize(so->query, dims))
 		return;
@@ -980,6 +1067,12 @@ begin_search(IndexScanDesc scan)
 		if (never)
 			return;
 		so->filtering = gateann_filter_active(so->filter);
+		/* no node has a value the filter wants: no search at all */
+		if (so->filtering &&
+			gateann_filter_matches_nothing(so->filter,
+										   (const uint8 *const *) so->store->filter_cols,
+										   so->store->capacity))
+			return;
 		so->need_recheck = gateann_filter_needs_recheck(so->filter);
 		so->filter_mode = gateann_filter_mode;
 		so->tunnel_neighbors = so->store->tunnel_neighbors;
@@ -1104,6 +1197,28 @@ gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 	gateann_last_scan_stats.strategy = "none";
 }
 
+/*
+ * The executor wants another row, and the scan stopped at
+ * gateann.max_scan_tuples: say so, once per statement (a join rescans the
+ * index for every outer row), and count it.
+ */
+static void
+report_budget_spent(IndexScanDesc scan)
+{
+	static TimestampTz last_statement = 0;
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	gateann_last_scan_stats.budget_exhausted = true;
+	if (GetCurrentStatementStartTimestamp() == last_statement)
+		return;
+	last_statement = GetCurrentStatementStartTimestamp();
+	ereport(NOTICE,
+			(errmsg("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes read) after returning %lld rows",
+					RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
+					(long long) so->returned),
+			 errhint("A condition the index cannot check may have removed the other rows it found; raise gateann.max_scan_tuples, or index the columns of that condition.")));
+}
+
 static void
 update_io_stats(GateannScanOpaque so)
 {
@@ -1133,10 +1248,28 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 
 	while (!so->no_results)
 	{
+		/*
+		 * strict_order: hold a result back while candidates a further round
+		 * would start from look closer (it would probably find a row that
+		 * belongs before it) -- that round runs first; and skip the rare
+		 * row that still comes out closer than one already returned.
+		 */
+		if (so->results.size > 0 && so->iterative == GATEANN_ITERATIVE_STRICT &&
+			!so->exhausted && so->results.items[0].dist > so->unreached &&
+			(so->prefilter ? prefilter_resume(so) : resume_search(so)))
+		{
+			search_round(scan);
+			continue;
+		}
 		if (so->results.size > 0)
 		{
 			HeapEntry	r = heap_pop(&so->results);
 
+			if (so->iterative == GATEANN_ITERATIVE_STRICT && so->returned > 0 &&
+				r.dist < so->last_dist)
+				continue;
+			so->returned++;
+			so->last_dist = r.dist;
 			scan->xs_heaptid = r.tid;
 			scan->xs_recheck = so->need_recheck || r.recheck;
 			scan->xs_recheckorderby = false;
@@ -1150,10 +1283,13 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 			found = true;
 			break;
 		}
-		if (!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
+		if (so->iterative == GATEANN_ITERATIVE_OFF ||
+			!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
 			break;
 		search_round(scan);
 	}
+	if (!found && so->budget_spent)
+		report_budget_spent(scan);
 	update_io_stats(so);
 	MemoryContextSwitchTo(oldcxt);
 	return found;

@@ -483,8 +483,8 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 			{
 				LWLockRelease(registry->lock);
 				ereport(NOTICE,
-						(errmsg("gateann: the in-memory stores of this index (%zu MB) do not fit gateann.max_shared_memory (%d MB) or its registry; using a private copy",
-								bytes / (1024 * 1024), gateann_max_shared_memory_mb),
+						(errmsg("gateann: the in-memory stores of this index (%zu kB) do not fit gateann.max_shared_memory (%d MB) or its registry; using a private copy",
+								(bytes + 1023) / 1024, gateann_max_shared_memory_mb),
 						 errhint("Raise gateann.max_shared_memory.")));
 				return NULL;
 			}

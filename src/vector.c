@@ -98,14 +98,31 @@ gateann_vector_from_datum(const GateannVectorReader *reader, Datum value, int *d
 }
 
 int
-gateann_first_nonfinite(const float *v, int dims)
+gateann_first_unindexable(const float *v, int dims, GateannMetric metric)
 {
 	int			i;
 
 	for (i = 0; i < dims; i++)
-		if (!isfinite(v[i]))
+		if (!isfinite(v[i]) ||
+			(metric != GATEANN_METRIC_COSINE && fabsf(v[i]) > GATEANN_MAX_MAGNITUDE))
 			return i;
 	return -1;
+}
+
+void
+gateann_report_unindexable(const char *what, const float *v, int at)
+{
+	if (!isfinite(v[at]))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("%s has a non-finite value (%g) in dimension %d",
+						what, (double) v[at], at + 1),
+				 errhint("NaN and infinity cannot be indexed or searched for; fix or exclude the row.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("%s has a value (%g) in dimension %d beyond the magnitude gateann can index (%g)",
+					what, (double) v[at], at + 1, GATEANN_MAX_MAGNITUDE),
+			 errhint("Distances between such values overflow single precision; scale the vectors, or index them with a cosine operator class.")));
 }
 
 bool

@@ -31,14 +31,32 @@ extern void gateann_vector_reader_init(GateannVectorReader *reader, Relation ind
  * Convert `value` to a newly palloc'd float array; *dims receives its
  * length.  Errors (with ERRCODE_DATA_EXCEPTION & co.) on multi-dimensional
  * arrays, NULL elements, empty arrays and more than GATEANN_MAX_DIMS
- * elements.  Non-finite elements are reported by gateann_first_nonfinite so
+ * elements.  Elements an index cannot take are found by
+ * gateann_first_unindexable so
  * the caller can name the row.
  */
 extern float *gateann_vector_from_datum(const GateannVectorReader *reader,
 										Datum value, int *dims);
 
-/* Index of the first NaN/Inf element, or -1. */
-extern int	gateann_first_nonfinite(const float *v, int dims);
+/*
+ * Elements of L2 and inner-product vectors are at most this in magnitude:
+ * 16000 squared differences of such values still sum to a finite float4
+ * (the distance kernels, the graph build and the PQ tables work in float4).
+ * Cosine vectors are normalised first, in double.
+ */
+#define GATEANN_MAX_MAGNITUDE	1e16
+
+/*
+ * Index of the first element a gateann index of `metric` cannot take: NaN,
+ * infinity, or (L2, inner product) beyond GATEANN_MAX_MAGNITUDE; -1 if none.
+ */
+extern int	gateann_first_unindexable(const float *v, int dims, GateannMetric metric);
+
+/*
+ * ERROR for element `at` of v (found by gateann_first_unindexable); `what`
+ * names the vector ("vector in row (0,3) of \"t\"", "query vector").
+ */
+extern void gateann_report_unindexable(const char *what, const float *v, int at);
 
 /* Scale v to unit length; returns false (v untouched) for the zero vector. */
 extern bool gateann_normalize(float *v, int dims);

@@ -256,7 +256,7 @@ gateann_verify(PG_FUNCTION_ARGS)
 	 * hot standby allows no more than AccessShareLock (and has no writers).
 	 */
 	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
-	index = gateann_open_index(PG_GETARG_OID(0), lockmode);
+	index = gateann_open_index(PG_GETARG_OID(0), lockmode, GATEANN_ACCESS_CHECK);
 	gateann_read_meta(index, &meta);	/* errors out on a bad metapage */
 	nblocks = RelationGetNumberOfBlocks(index);
 
