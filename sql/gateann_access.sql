@@ -56,3 +56,4 @@ SELECT count(*) FROM pg_partition_tree('acc_part_idx') WHERE isleaf;
 
 DROP TABLE acc, acc_empty, acc_part;
 DROP ROLE gateann_nobody, gateann_reader;
+DROP EXTENSION gateann;

@@ -29,6 +29,13 @@ SUITE_TIMEOUT=${GATEANN_SUITE_TIMEOUT:-900}
 JOBS=${GATEANN_JOBS:-$(nproc 2>/dev/null || echo 2)}
 MAX_DIFF_LINES=${GATEANN_MAX_DIFF_LINES:-3000}
 
+# What the suites need on a fresh Debian machine (as root; otherwise says what is missing):
+# the compiler, PostgreSQL 15 and its server headers, liburing, and IPC::Run for TAP.
+apt_install build-essential ca-certificates liburing-dev libipc-run-perl python3 python3-venv
+case " $VERSIONS " in
+  *" 15 "*) apt_install postgresql-15 postgresql-server-dev-15 ;;
+esac
+
 ensure_test_user
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/gateann-test.XXXXXX")
 chmod 755 "$WORK"
