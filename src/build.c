@@ -25,6 +25,7 @@
 #include "page.h"
 #include "pq.h"
 #include "retrain.h"
+#include "store.h"
 #include "vector.h"
 
 #include "access/tableam.h"
@@ -265,38 +266,6 @@ gateann_new_build_id(Relation index)
 	id ^= ((uint64) MyProcPid << 40);
 	id ^= ((uint64) GATEANN_REL_FILENUMBER(index) << 20);
 	return id == 0 ? 1 : id;
-}
-
-/*
- * Fill in the record layout for dims, R, M and the filter columns.
- */
-void
-gateann_layout_records(GateannMetaPageData *meta)
-{
-	uint32		off = MAXALIGN(sizeof(GateannNodeHeader));
-
-	meta->vector_offset = off;
-	off += sizeof(float) * meta->dims;
-	meta->neighbors_offset = off;
-	off += sizeof(uint32) * meta->max_neighbors;
-	meta->pqcode_offset = off;
-	off += gateann_pq_code_bytes(meta->pq_subspaces);
-	off = MAXALIGN(off);
-	meta->filter_offset = off;
-	off += meta->filter_size;
-	meta->record_size = MAXALIGN(off);
-
-	if (meta->record_size <= GATEANN_PAGE_CAPACITY)
-	{
-		meta->records_per_page = GATEANN_PAGE_CAPACITY / meta->record_size;
-		meta->pages_per_record = 1;
-	}
-	else
-	{
-		meta->records_per_page = 0;
-		meta->pages_per_record = (meta->record_size + GATEANN_PAGE_CAPACITY - 1) /
-			GATEANN_PAGE_CAPACITY;
-	}
 }
 
 /* Serialise node `id` into rec (meta->record_size bytes). */
@@ -589,6 +558,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		elog(ERROR, "index \"%s\" already contains data",
 			 RelationGetRelationName(index));
 
+	gateann_store_forget_index(index);
 	gateann_check_options(opts);
 	gateann_distance_init();
 

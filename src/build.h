@@ -16,9 +16,6 @@
 /* A build id that differs between any two builds of any index. */
 extern uint64 gateann_new_build_id(Relation index);
 
-/* Fill in meta's record layout for its dims, R, M and filter columns. */
-extern void gateann_layout_records(GateannMetaPageData *meta);
-
 extern void gateann_write_meta_page(Relation index, ForkNumber fork,
 									const GateannMetaPageData *meta);
 

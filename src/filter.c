@@ -238,24 +238,116 @@ gateann_filter_write_record(const GateannMetaPageData *meta,
 	}
 }
 
-bool
+void
+gateann_filter_report_damage(const char *index_name, int col)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("gateann index \"%s\": a record's copy of filter column %d is damaged",
+					index_name, col + 2),
+			 errhint("REINDEX the index.")));
+}
+
+void
+gateann_filter_slot_types(const GateannMetaPageData *meta, GateannSlotType *types)
+{
+	int			c;
+
+	for (c = 0; c < meta->nfilter; c++)
+	{
+		types[c].elemtype = get_element_type(meta->filter[c].typid);
+		if (OidIsValid(types[c].elemtype))
+			get_typlenbyvalalign(types[c].elemtype, &types[c].elemlen,
+								 &types[c].elembyval, &types[c].elemalign);
+	}
+}
+
+/*
+ * Is the array in a record's slot (len bytes, its varlena header checked)
+ * one whose every element lies inside it?  The array functions trust their
+ * input; this is what they would trust.
+ */
+static bool
+slot_array_sane(const ArrayType *a, uint32 len, const GateannSlotType *t)
+{
+	int			ndim = ARR_NDIM(a);
+	const int  *dims = ARR_DIMS(a);
+	const bits8 *nullbits = ARR_NULLBITMAP(a);
+	const char *end = (const char *) a + len;
+	const char *p;
+	int64		nitems = 1;
+	int64		i;
+	int			d;
+
+	if (ndim < 0 || ndim > MAXDIM || ARR_ELEMTYPE(a) != t->elemtype ||
+		len < ARR_OVERHEAD_NONULLS(ndim))
+		return false;
+	for (d = 0; d < ndim; d++)
+	{
+		if (dims[d] < 0 || (nitems *= dims[d]) > MaxArraySize)
+			return false;
+	}
+	if (ndim == 0)
+		nitems = 0;
+	if (ARR_HASNULL(a) ? a->dataoffset != ARR_OVERHEAD_WITHNULLS(ndim, nitems) ||
+		(uint32) a->dataoffset > len : a->dataoffset != 0)
+		return false;
+	p = ARR_DATA_PTR(a);
+	for (i = 0; i < nitems; i++)
+	{
+		if (nullbits && !(nullbits[i / 8] & (1 << (i % 8))))
+			continue;
+		p = (const char *) att_align_nominal(p, t->elemalign);
+		if (t->elemlen > 0)
+			p += t->elemlen;
+		else if (t->elemlen == -1)
+		{
+			if (p + 1 > end || VARATT_IS_EXTERNAL(p) || VARATT_IS_COMPRESSED(p) ||
+				(VARATT_IS_4B(p) && p + VARHDRSZ > end) || VARSIZE_ANY(p) < VARHDRSZ_SHORT)
+				return false;
+			p += VARSIZE_ANY(p);
+		}
+		else
+			return false;		/* cstring elements: never stored */
+		if (p > end)
+			return false;
+	}
+	return true;
+}
+
+GateannSlot
 gateann_filter_read(const GateannMetaPageData *meta, const uint8 *area, int col,
-					Datum *value, bool *overflow)
+					const GateannSlotType *types, Datum *value)
 {
 	const GateannFilterColumn *fc = &meta->filter[col];
 	const uint8 *slot = area + fc->offset;
+	uint8		flags = area[col];
+	uint32		len;
+	const struct varlena *v;
 
-	*overflow = (area[col] & GATEANN_FILTER_OVERFLOW) != 0;
-	if (area[col] & GATEANN_FILTER_NULL)
-		return false;
-	if (*overflow)
-		return true;
+	if (flags & ~(GATEANN_FILTER_NULL | GATEANN_FILTER_OVERFLOW))
+		return GATEANN_SLOT_DAMAGED;
+	if (flags & GATEANN_FILTER_NULL)
+		return GATEANN_SLOT_NULL;
+	if (flags & GATEANN_FILTER_OVERFLOW)
+		return GATEANN_SLOT_OVERFLOW;
 	if (fc->typlen > 0)
-		*value = fc->typbyval ? fetch_att(slot, true, fc->typlen) :
-			PointerGetDatum(slot);
-	else
-		*value = PointerGetDatum(slot + VARLENA_SLOT_HEADER);
-	return true;
+	{
+		*value = fc->typbyval ? fetch_att(slot, true, fc->typlen) : PointerGetDatum(slot);
+		return GATEANN_SLOT_VALUE;
+	}
+
+	/* a detoasted copy: uint32 length, then a varlena of that size, 4-byte header */
+	memcpy(&len, slot, sizeof(uint32));
+	v = (const struct varlena *) (slot + VARLENA_SLOT_HEADER);
+	if (len < VARHDRSZ || len + VARLENA_SLOT_HEADER > fc->width ||
+		!VARATT_IS_4B_U(v) || VARSIZE(v) != len)
+		return GATEANN_SLOT_DAMAGED;
+	if (OidIsValid(types[col].elemtype) &&
+		!slot_array_sane((const ArrayType *) v, len, &types[col]))
+		return GATEANN_SLOT_DAMAGED;
+	*value = PointerGetDatum(v);
+	return GATEANN_SLOT_VALUE;
 }
 
 /* ======================================================================
@@ -516,11 +608,13 @@ gateann_filter_dictionaries_from_records(Relation index, GateannMetaPageData *me
 {
 	GateannFilterLayout *layout = gateann_filter_layout_create(index);
 	GateannFilterArena arena;
+	GateannSlotType types[GATEANN_MAX_FILTER_COLS];
 	Datum		values[GATEANN_MAX_FILTER_COLS];
 	bool		isnull[GATEANN_MAX_FILTER_COLS];
 	uint32		i;
 	int			c;
 
+	gateann_filter_slot_types(meta, types);
 	gateann_filter_arena_init(&arena, layout);
 	for (i = 0; i < n; i++)
 	{
@@ -528,10 +622,12 @@ gateann_filter_dictionaries_from_records(Relation index, GateannMetaPageData *me
 
 		for (c = 0; c < meta->nfilter; c++)
 		{
-			bool		overflow;
+			GateannSlot slot = gateann_filter_read(meta, area, c, types, &values[c]);
 
+			if (slot == GATEANN_SLOT_DAMAGED)
+				gateann_filter_report_damage(RelationGetRelationName(index), c);
 			/* a value too long for its slot stays out: it is coded "unknown" */
-			isnull[c] = !gateann_filter_read(meta, area, c, &values[c], &overflow) || overflow;
+			isnull[c] = slot != GATEANN_SLOT_VALUE;
 		}
 		gateann_filter_arena_add(&arena, layout, values, isnull);
 	}
@@ -558,6 +654,8 @@ typedef struct CoderColumn
 struct GateannFilterCoder
 {
 	const GateannMetaPageData *meta;
+	const char *index_name;
+	GateannSlotType types[GATEANN_MAX_FILTER_COLS];
 	CoderColumn cols[GATEANN_MAX_FILTER_COLS];
 };
 
@@ -593,6 +691,8 @@ gateann_filter_coder_create(Relation index, const GateannMetaPageData *meta, con
 	int			c;
 
 	coder->meta = meta;
+	coder->index_name = pstrdup(RelationGetRelationName(index));
+	gateann_filter_slot_types(meta, coder->types);
 	for (c = 0; c < meta->nfilter; c++)
 		coder_column_init(&coder->cols[c], &meta->filter[c],
 						  index->rd_indcollation[c + 1], dict);
@@ -653,9 +753,12 @@ gateann_filter_coder_code(GateannFilterCoder *coder, const uint8 *filter_area,
 	{
 		CoderColumn *cc = &coder->cols[c];
 		Datum		value;
-		bool		overflow;
-		bool		notnull = gateann_filter_read(meta, filter_area, c, &value, &overflow);
+		GateannSlot slot = gateann_filter_read(meta, filter_area, c, coder->types, &value);
+		bool		notnull = slot != GATEANN_SLOT_NULL;
+		bool		overflow = slot == GATEANN_SLOT_OVERFLOW;
 
+		if (slot == GATEANN_SLOT_DAMAGED)
+			gateann_filter_report_damage(coder->index_name, c);
 		if (cc->col->kind == GATEANN_FILTER_KIND_SCALAR)
 		{
 			uint8		code;
@@ -743,6 +846,8 @@ struct GateannFilter
 	int			nkeys;
 	FilterKey  *keys;
 	bool		recheck;		/* some key is not evaluated here at all */
+	const char *index_name;
+	GateannSlotType types[GATEANN_MAX_FILTER_COLS];
 };
 
 static inline void
@@ -931,6 +1036,8 @@ gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 
 	*never = false;
 	f->keys = palloc0(sizeof(FilterKey) * Max(nkeys, 1));
+	f->index_name = pstrdup(RelationGetRelationName(index));
+	gateann_filter_slot_types(meta, f->types);
 	for (i = 0; i < nkeys; i++)
 	{
 		ScanKey		sk = &keys[i];
@@ -1251,10 +1358,13 @@ gateann_filter_record_check(const GateannFilter *filter, const GateannMetaPageDa
 	{
 		const FilterKey *k = &filter->keys[i];
 		Datum		value;
-		bool		overflow;
-		bool		notnull = gateann_filter_read(meta, area, k->col, &value, &overflow);
+		GateannSlot slot = gateann_filter_read(meta, area, k->col, filter->types, &value);
+		bool		notnull = slot != GATEANN_SLOT_NULL;
+		bool		overflow = slot == GATEANN_SLOT_OVERFLOW;
 		bool		ok;
 
+		if (slot == GATEANN_SLOT_DAMAGED)
+			gateann_filter_report_damage(filter->index_name, k->col);
 		if (k->isnull_key)
 		{
 			if (notnull == k->want_null)

@@ -53,12 +53,40 @@ extern void gateann_filter_write_record(const GateannMetaPageData *meta,
 										uint32 id, uint8 *dst);
 
 /*
- * Read column `col` back from a record's filter area: returns false for
- * NULL; *overflow is set when the value was too long to copy (then *value
- * is not set).  Pointers into `area` are returned for by-reference types.
+ * What a record's copy of a filter column holds.  A copy read from disk is
+ * checked before its bytes are used as a datum (a damaged varlena header
+ * could send detoasting anywhere): DAMAGED says it failed.
  */
-extern bool gateann_filter_read(const GateannMetaPageData *meta, const uint8 *area,
-								int col, Datum *value, bool *overflow);
+typedef enum GateannSlot
+{
+	GATEANN_SLOT_NULL,
+	GATEANN_SLOT_VALUE,			/* *value is set */
+	GATEANN_SLOT_OVERFLOW,		/* too long to copy: the executor decides */
+	GATEANN_SLOT_DAMAGED
+} GateannSlot;
+
+/* Element type of an array filter column, looked up once (for the checks) */
+typedef struct GateannSlotType
+{
+	Oid			elemtype;		/* InvalidOid: not an array */
+	int16		elemlen;
+	bool		elembyval;
+	char		elemalign;
+} GateannSlotType;
+
+extern void gateann_filter_slot_types(const GateannMetaPageData *meta,
+									  GateannSlotType *types);
+
+/* ERROR: column col's copy in a record of index_name is damaged */
+extern void gateann_filter_report_damage(const char *index_name, int col);
+
+/*
+ * Read column `col` back from a record's filter area (types: from
+ * gateann_filter_slot_types).  Pointers into `area` are returned for
+ * by-reference types.
+ */
+extern GateannSlot gateann_filter_read(const GateannMetaPageData *meta, const uint8 *area,
+									   int col, const GateannSlotType *types, Datum *value);
 
 /* ---- the in-memory filter store ------------------------------------------
  *

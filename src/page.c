@@ -4,6 +4,7 @@
 #include "postgres.h"
 
 #include "page.h"
+#include "pq.h"
 
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -58,7 +59,7 @@ gateann_page_set_used(Page page, Size used)
 }
 
 void
-gateann_read_meta(Relation index, GateannMetaPageData *meta)
+gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta)
 {
 	Buffer		buf;
 	Page		page;
@@ -83,6 +84,137 @@ gateann_read_meta(Relation index, GateannMetaPageData *meta)
 						RelationGetRelationName(index), meta->format_version,
 						GATEANN_FORMAT_VERSION),
 				 errhint("REINDEX the index.")));
+}
+
+void
+gateann_read_meta(Relation index, GateannMetaPageData *meta)
+{
+	char	   *problem;
+
+	gateann_read_meta_unchecked(index, meta);
+	problem = gateann_meta_problem(meta, RelationGetNumberOfBlocks(index));
+	if (problem != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\" is damaged: its metapage %s",
+						RelationGetRelationName(index), problem),
+				 errhint("REINDEX the index.")));
+}
+
+/* Does the region [start, start + pages) lie within nblocks, past the metapage? */
+static bool
+region_ok(BlockNumber start, BlockNumber pages, BlockNumber nblocks)
+{
+	return start >= 1 && (uint64) start + pages <= nblocks;
+}
+
+char *
+gateann_meta_problem(const GateannMetaPageData *m, BlockNumber nblocks)
+{
+	GateannMetaPageData layout;
+	uint32		i;
+	int			c;
+
+	if (m->dims < 0 || m->dims > GATEANN_MAX_DIMS)
+		return psprintf("gives %d dimensions", m->dims);
+	if (m->metric < GATEANN_METRIC_L2 || m->metric > GATEANN_METRIC_COSINE)
+		return psprintf("gives an unknown metric %d", m->metric);
+	if (m->max_neighbors < 1 || m->max_neighbors > GATEANN_MAX_NEIGHBORS_LIMIT)
+		return psprintf("gives max_neighbors %d", m->max_neighbors);
+	if (m->nnodes > GATEANN_MAX_NODES || (uint64) m->ndeleted + m->nfree > m->nnodes)
+		return psprintf("counts %u nodes, %u deleted and %u free", m->nnodes, m->ndeleted,
+						m->nfree);
+	if (m->nnodes > 0 && m->dims == 0)
+		return psprintf("counts %u nodes of no dimensions", m->nnodes);
+	if (m->nnodes > 0 && m->entry_point >= m->nnodes)
+		return psprintf("gives entry point %u of %u nodes", m->entry_point, m->nnodes);
+	if (m->nentries > GATEANN_MAX_ENTRIES)
+		return psprintf("gives %u entry points", m->nentries);
+	for (i = 0; i < m->nentries; i++)
+		if (m->entries[i] >= m->nnodes)
+			return psprintf("gives entry point %u as node %u of %u", i, m->entries[i],
+							m->nnodes);
+	if (m->free_cursor > m->nnodes)
+		return psprintf("gives free cursor %u of %u nodes", m->free_cursor, m->nnodes);
+	if (m->dims > 0 && (m->pq_subspaces < 1 || m->pq_subspaces > m->dims ||
+						m->pq_subspaces > GATEANN_PQ_MAX_SUBSPACES))
+		return psprintf("gives %d PQ subspaces for %d dimensions", m->pq_subspaces, m->dims);
+	if (m->nfilter < 0 || m->nfilter > GATEANN_MAX_FILTER_COLS)
+		return psprintf("gives %d filter columns", m->nfilter);
+	for (c = 0; c < m->nfilter; c++)
+	{
+		const GateannFilterColumn *f = &m->filter[c];
+
+		if ((uint32) f->offset + f->width > m->filter_size ||
+			(uint64) f->dict_offset + f->dict_bytes > m->dict_bytes)
+			return psprintf("places filter column %d outside its area", c + 2);
+	}
+
+	/* the record layout follows from the rest */
+	layout = *m;
+	gateann_layout_records(&layout);
+	if (layout.record_size != m->record_size || layout.vector_offset != m->vector_offset ||
+		layout.neighbors_offset != m->neighbors_offset ||
+		layout.pqcode_offset != m->pqcode_offset || layout.filter_offset != m->filter_offset ||
+		layout.records_per_page != m->records_per_page ||
+		layout.pages_per_record != m->pages_per_record)
+		return pstrdup("gives a record layout its dimensions and columns do not make");
+
+	/* regions within the index */
+	if (m->dims > 0 && m->codebook_pages > 0 &&
+		(!region_ok(m->codebook_start, m->codebook_pages, nblocks) ||
+		 (Size) m->codebook_pages * GATEANN_PAGE_CAPACITY <
+		 gateann_pq_codebook_bytes(m->dims)))
+		return psprintf("places the codebook at blocks %u..+%u of %u", m->codebook_start,
+						m->codebook_pages, nblocks);
+	if (m->nnodes > 0 && m->codebook_pages == 0)
+		return psprintf("counts %u nodes and no codebook", m->nnodes);
+	if (m->dict_pages > 0 &&
+		(!region_ok(m->dict_start, m->dict_pages, nblocks) ||
+		 (Size) m->dict_pages * GATEANN_PAGE_CAPACITY < m->dict_bytes))
+		return psprintf("places the dictionaries at blocks %u..+%u of %u", m->dict_start,
+						m->dict_pages, nblocks);
+	if (m->dict_area_pages > 0 && !region_ok(m->dict_area_start, m->dict_area_pages, nblocks))
+		return psprintf("places the dictionary areas at blocks %u..+%u of %u",
+						m->dict_area_start, m->dict_area_pages, nblocks);
+	if (m->node_pages > 0 && !region_ok(m->node_start, m->node_pages, nblocks))
+		return psprintf("places the node pages at blocks %u..+%u of %u", m->node_start,
+						m->node_pages, nblocks);
+	if (m->records_per_page > 0 ?
+		(uint64) m->node_pages * m->records_per_page < m->nnodes :
+		(uint64) m->node_pages < (uint64) m->nnodes * m->pages_per_record)
+		return psprintf("gives %u node pages for %u nodes", m->node_pages, m->nnodes);
+	return NULL;
+}
+
+/* The record layout of meta's dims, R, M and filter columns (page.h) */
+void
+gateann_layout_records(GateannMetaPageData *meta)
+{
+	uint32		off = MAXALIGN(sizeof(GateannNodeHeader));
+
+	meta->vector_offset = off;
+	off += sizeof(float) * meta->dims;
+	meta->neighbors_offset = off;
+	off += sizeof(uint32) * meta->max_neighbors;
+	meta->pqcode_offset = off;
+	off += gateann_pq_code_bytes(meta->pq_subspaces);
+	off = MAXALIGN(off);
+	meta->filter_offset = off;
+	off += meta->filter_size;
+	meta->record_size = MAXALIGN(off);
+
+	if (meta->record_size <= GATEANN_PAGE_CAPACITY)
+	{
+		meta->records_per_page = GATEANN_PAGE_CAPACITY / meta->record_size;
+		meta->pages_per_record = 1;
+	}
+	else
+	{
+		meta->records_per_page = 0;
+		meta->pages_per_record = (meta->record_size + GATEANN_PAGE_CAPACITY - 1) /
+			GATEANN_PAGE_CAPACITY;
+	}
 }
 
 GateannRecordLoc

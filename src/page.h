@@ -28,9 +28,28 @@ extern void gateann_page_set_used(Page page, Size used);
 
 /*
  * Read the metapage into *meta (a copy; no lock or pin is kept).  Errors out
- * with ERRCODE_INDEX_CORRUPTED if the metapage is not a gateann metapage.
+ * with ERRCODE_INDEX_CORRUPTED naming the index if the metapage is not a
+ * gateann metapage of this format, or fails gateann_meta_problem: every
+ * value the other modules take from it is checked here, once.
  */
 extern void gateann_read_meta(Relation index, GateannMetaPageData *meta);
+
+/*
+ * The same without the checks of gateann_meta_problem (gateann_verify
+ * reports them as rows instead).
+ */
+extern void gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta);
+
+/*
+ * What is wrong with a metapage of an index of nblocks blocks (a palloc'd
+ * phrase completing "the metapage ..."), or NULL: values out of range,
+ * entry points beyond the nodes, a record layout that does not follow from
+ * dims, R, M and the filter columns, regions beyond the end of the index.
+ */
+extern char *gateann_meta_problem(const GateannMetaPageData *meta, BlockNumber nblocks);
+
+/* Fill in meta's record layout for its dims, R, M and filter columns. */
+extern void gateann_layout_records(GateannMetaPageData *meta);
 
 extern GateannRecordLoc gateann_record_location(const GateannMetaPageData *meta,
 												uint32 node_id);

@@ -12,13 +12,21 @@
  * freed and a waiter takes over.
  *
  * Removing a store (eviction under gateann.max_shared_memory, a newer build
- * of the same index, DROP INDEX, DROP DATABASE) unpins its segment and
- * bumps the registry's generation; the memory is returned when the last
- * backend that maps it detaches.  Backends notice the generation change the
- * next time they look a store up and detach mappings no scan of theirs
- * still uses.  A mapping is in use from gateann_shmem_get until the end of
- * the transaction (scans do not outlive it), which is when usage counts are
+ * of the same index, a rebuild, TRUNCATE of its table, DROP INDEX, DROP
+ * DATABASE) unpins its segment and bumps the registry's generation; the
+ * memory is returned when the last backend that maps it detaches.  Backends
+ * notice the generation change at the end of their next transaction (and
+ * when they look a store up) and detach mappings no scan of theirs still
+ * uses; a session that runs no statement keeps its mapping until it does.
+ * A mapping is in use from gateann_shmem_get until the end of the
+ * transaction (scans do not outlive it), which is when usage counts are
  * reset.
+ *
+ * A loader that fails gives its entry back (PG_CATCH); one terminated
+ * (FATAL: no unwinding) gives it back on its way out (before_shmem_exit);
+ * one that died otherwise (a crash restarts the server anyway) is found
+ * dead by whoever meets the entry: it never counts against the budget for
+ * long.
  */
 #include "postgres.h"
 
@@ -87,6 +95,7 @@ static uint32 seen_generation = 0;
 
 static bool pid_alive(int pid);
 static bool warned_dsm = false;
+static bool exit_callback_registered = false;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
@@ -158,6 +167,53 @@ entry_remove(RegistryEntry *e)
 		registry->generation++;
 	}
 	memset(e, 0, sizeof(*e));
+}
+
+/*
+ * A LOADING entry whose loader is gone (the loaded memory never became a
+ * segment): free it, unless it is the caller's to take over.  Lock held.
+ */
+static bool
+entry_abandoned(const RegistryEntry *e)
+{
+	return e->state == ENTRY_LOADING && !pid_alive(e->loader_pid);
+}
+
+/* before_shmem_exit: give back the entries this backend was loading */
+static void
+release_own_loads(int code, Datum arg)
+{
+	int			i;
+
+	if (registry == NULL)
+		return;
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	for (i = 0; i < REGISTRY_ENTRIES; i++)
+	{
+		RegistryEntry *e = &registry->entries[i];
+
+		if (e->state == ENTRY_LOADING && e->loader_pid == MyProcPid)
+			memset(e, 0, sizeof(*e));
+	}
+	LWLockRelease(registry->lock);
+	ConditionVariableBroadcast(&registry->cv);
+}
+
+/* Forget the stores of every index of table heapoid (TRUNCATE) */
+static void
+forget_table(Oid dboid, Oid heapoid)
+{
+	int			i;
+
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	for (i = 0; i < REGISTRY_ENTRIES; i++)
+	{
+		RegistryEntry *e = &registry->entries[i];
+
+		if (e->state == ENTRY_READY && e->key.dboid == dboid && e->key.heapoid == heapoid)
+			entry_remove(e);
+	}
+	LWLockRelease(registry->lock);
 }
 
 void
@@ -261,6 +317,12 @@ registry_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (prev_object_access_hook)
 		prev_object_access_hook(access, classId, objectId, subId, arg);
 
+	if (access == OAT_TRUNCATE && classId == RelationRelationId && registry != NULL)
+	{
+		/* its indexes get new files: their stores will never be used again */
+		forget_table(MyDatabaseId, objectId);
+		return;
+	}
 	if (access != OAT_DROP)
 		return;
 	if (classId == RelationRelationId && subId == 0)
@@ -269,7 +331,13 @@ registry_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 		gateann_shmem_forget(objectId, InvalidOid);
 }
 
-/* At the end of every transaction no scan uses any mapping any more. */
+static void drop_stale_mappings(void);
+
+/*
+ * At the end of every transaction no scan uses any mapping any more: the
+ * mappings of stores removed meanwhile are detached now, so that their
+ * memory goes back once the other sessions end a transaction too.
+ */
 static void
 registry_xact_callback(XactEvent event, void *arg)
 {
@@ -280,6 +348,15 @@ registry_xact_callback(XactEvent event, void *arg)
 		return;
 	for (m = mappings; m != NULL; m = m->next)
 		m->users = 0;
+	if (registry != NULL && mappings != NULL)
+		drop_stale_mappings();
+}
+
+void
+gateann_shmem_detach_stale(void)
+{
+	if (registry != NULL)
+		drop_stale_mappings();
 }
 
 void
@@ -399,6 +476,8 @@ make_room(Size bytes)
 		{
 			RegistryEntry *e = &registry->entries[i];
 
+			if (entry_abandoned(e))
+				memset(e, 0, sizeof(*e));	/* its loader died: not ours to wait for */
 			if (e->state == ENTRY_FREE)
 				continue;
 			used += e->bytes;
@@ -434,6 +513,9 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 		{
 			RegistryEntry *e = &registry->entries[i];
 
+			/* a load of another store whose loader died: gone for good */
+			if (entry_abandoned(e) && !gateann_store_key_equal(&e->key, key))
+				memset(e, 0, sizeof(*e));
 			if (e->state == ENTRY_FREE)
 			{
 				if (free_entry == NULL)
@@ -511,6 +593,11 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 	}
 
 	/* We are the loader of `entry`. */
+	if (!exit_callback_registered)
+	{
+		before_shmem_exit(release_own_loads, 0);
+		exit_callback_registered = true;
+	}
 	seg = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	if (seg == NULL)
 	{

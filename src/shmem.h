@@ -42,6 +42,7 @@ typedef struct GateannStoreKey
 	uint64		build_id;
 	int32		tunnel_neighbors;
 	uint32		capacity;		/* nodes the store has room for (not identity) */
+	Oid			heapoid;		/* the index's table (not identity: TRUNCATE) */
 } GateannStoreKey;
 
 /* Same index, same build, same neighbor-store shape (capacity ignored) */
@@ -92,5 +93,8 @@ extern bool gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes);
 /* Forget the shared stores of an index (DROP), or with InvalidOid of every
  * index of the database (DROP DATABASE). */
 extern void gateann_shmem_forget(Oid dboid, Oid indexoid);
+
+/* Detach this backend's mappings of removed stores no scan of it uses */
+extern void gateann_shmem_detach_stale(void);
 
 #endif							/* GATEANN_SHMEM_H */

@@ -23,6 +23,8 @@
 #include "storage/proc.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
+#include "utils/inval.h"
+#include "utils/syscache.h"
 #include "utils/rel.h"
 
 #define STORE_MAGIC				0x53544f52	/* "STOR" */
@@ -31,6 +33,7 @@
 
 static GateannStore *private_stores = NULL;
 static bool warned_private = false;
+static bool private_callback_registered = false;
 
 /* Shared-store handles of this transaction (no need to look them up twice) */
 static GateannStore *shared_handles = NULL;
@@ -136,6 +139,7 @@ store_key(GateannStoreKey *key, Relation index, const GateannMetaPageData *meta)
 	key->tunnel_neighbors = Min(gateann_get_options(index)->tunnel_neighbors,
 								Max(meta->max_neighbors, 1));
 	key->capacity = store_capacity(meta->nnodes);
+	key->heapoid = index->rd_index->indrelid;
 }
 
 static void
@@ -461,37 +465,91 @@ store_handle(MemoryContext cxt, const GateannStoreKey *key, bool shared, void *b
 	return s;
 }
 
-static GateannStore *
-private_lookup(const GateannStoreKey *key)
+/*
+ * Private copies (no registry, or a store that did not fit it) are bounded
+ * like shared ones: together at most gateann.max_shared_memory per
+ * backend, least recently used ones freed first, and a copy of an index
+ * that was dropped is freed too.  A copy is never freed in the transaction
+ * that got it (a scan of that transaction may still read it); a copy larger
+ * than the whole budget is freed as soon as that transaction is over, so
+ * that it is read again by the next one rather than held by an idle session.
+ */
+static Size
+private_budget(void)
 {
-	GateannStore **prev = &private_stores;
-	GateannStore *s;
-
-	for (s = private_stores; s != NULL; prev = &s->next, s = s->next)
-	{
-		if (gateann_store_key_equal(&s->key, key))
-		{
-			*prev = s->next;	/* move to front: most recently used */
-			s->next = private_stores;
-			private_stores = s;
-			return s;
-		}
-	}
-	return NULL;
+	return (Size) gateann_max_shared_memory_mb * 1024 * 1024;
 }
 
-/* Drop other private stores of the same index, and the oldest past the cap */
+/* A relcache invalidation of the index (or of everything): is it still there? */
 static void
-private_evict(const GateannStoreKey *key)
+private_relcache_callback(Datum arg, Oid relid)
+{
+	GateannStore *s;
+
+	for (s = private_stores; s != NULL; s = s->next)
+		if (!OidIsValid(relid) || s->key.indexoid == relid)
+			s->check_exists = true;
+}
+
+static bool
+private_in_use(const GateannStore *s)
+{
+	return s->used_lxid == GATEANN_MY_LXID();
+}
+
+/* Free private copies of indexes that are gone, and of others past the budget or count */
+static void
+private_evict(const GateannStoreKey *key, Size incoming)
 {
 	GateannStore **prev = &private_stores;
 	GateannStore *s;
+	Size		kept = 0;
 	int			count = 0;
 
 	while ((s = *prev) != NULL)
 	{
-		if ((s->key.indexoid == key->indexoid && s->key.dboid == key->dboid) ||
-			++count >= MAX_PRIVATE_STORES)
+		bool		drop = false;
+
+		if (s->check_exists && !private_in_use(s))
+		{
+			s->check_exists = false;
+			drop = !SearchSysCacheExists1(RELOID, ObjectIdGetDatum(s->key.indexoid));
+		}
+		if (s->bytes > private_budget() && !private_in_use(s))
+			drop = true;		/* over the budget alone: kept for one transaction */
+		if (key != NULL && !private_in_use(s) &&
+			((s->key.indexoid == key->indexoid && s->key.dboid == key->dboid) ||
+			 count + 1 >= MAX_PRIVATE_STORES || kept + s->bytes + incoming > private_budget()))
+			drop = true;		/* (the list is most recently used first) */
+		if (drop)
+		{
+			*prev = s->next;
+			MemoryContextDelete(s->cxt);
+			continue;
+		}
+		kept += s->bytes;
+		count++;
+		prev = &s->next;
+	}
+}
+
+/*
+ * REINDEX, TRUNCATE and VACUUM FULL give the index a new build: its stores
+ * are keyed by the old one and would only be found stale and replaced on
+ * the index's next use.  Give their memory back now (a rebuild that rolls
+ * back costs one reload).
+ */
+void
+gateann_store_forget_index(Relation index)
+{
+	GateannStore **prev = &private_stores;
+	GateannStore *s;
+
+	gateann_shmem_forget(MyDatabaseId, RelationGetRelid(index));
+	while ((s = *prev) != NULL)
+	{
+		if (s->key.indexoid == RelationGetRelid(index) && s->key.dboid == MyDatabaseId &&
+			!private_in_use(s))
 		{
 			*prev = s->next;
 			MemoryContextDelete(s->cxt);
@@ -499,6 +557,27 @@ private_evict(const GateannStoreKey *key)
 		}
 		prev = &s->next;
 	}
+}
+
+static GateannStore *
+private_lookup(const GateannStoreKey *key)
+{
+	GateannStore **prev = &private_stores;
+	GateannStore *s;
+
+	private_evict(NULL, 0);		/* dropped indexes' copies */
+	for (s = private_stores; s != NULL; prev = &s->next, s = s->next)
+	{
+		if (gateann_store_key_equal(&s->key, key))
+		{
+			*prev = s->next;	/* move to front: most recently used */
+			s->next = private_stores;
+			private_stores = s;
+			s->used_lxid = GATEANN_MY_LXID();
+			return s;
+		}
+	}
+	return NULL;
 }
 
 /*
@@ -764,7 +843,12 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 		warned_private = true;
 	}
 
-	private_evict(&key);
+	private_evict(&key, args.layout.total);
+	if (!private_callback_registered)
+	{
+		CacheRegisterRelcacheCallback(private_relcache_callback, (Datum) 0);
+		private_callback_registered = true;
+	}
 	cxt = AllocSetContextCreate(TopMemoryContext, "gateann private store",
 								ALLOCSET_DEFAULT_SIZES);
 	PG_TRY();
@@ -783,6 +867,7 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	PG_END_TRY();
 	s = store_handle(cxt, &key, false, base);
 	s->cxt = cxt;
+	s->used_lxid = GATEANN_MY_LXID();
 	s->next = private_stores;
 	private_stores = s;
 	return s;

@@ -82,6 +82,8 @@ typedef struct GateannStore
 	uint8	   *filter_cols[GATEANN_MAX_FILTER_COLS];	/* filter store */
 
 	MemoryContext cxt;			/* private copies only */
+	LocalTransactionId used_lxid;	/* private: last transaction that got it */
+	bool		check_exists;	/* private: its index may have been dropped */
 	struct GateannStore *next;
 } GateannStore;
 
@@ -96,6 +98,9 @@ extern Size gateann_store_filter_bytes(const GateannMetaPageData *meta);
  * or growing it if needed.  Valid until the end of the transaction.
  */
 extern GateannStore *gateann_store_get(Relation index, const GateannMetaPageData *meta);
+
+/* A (re)build of the index: its stores will never be used again */
+extern void gateann_store_forget_index(Relation index);
 
 /*
  * Is the current store of `index` loaded (shared, or privately in this

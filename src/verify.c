@@ -3,36 +3,45 @@
  * the spirit of amcheck.  Returns one text row per problem found, none for a
  * healthy index.
  *
- * Checked: the metapage (magic, format, region bounds, entry points, counts);
- * the page kind of every codebook, dictionary and node page; every record
- * (its node id, neighbor count, neighbor ids in range, not itself and not a
- * freed slot, heap TID); freed slots (no neighbors, at or past the free
- * cursor, not the entry point); the deleted and free counts; and, when this backend can see the index's
- * in-memory stores (shared, or its own private copy), that they agree with
- * the records (PQ code, neighbor store row, deleted bit); and that every live
- * node is reachable from the entry points over the first R_max neighbors
- * of each list, what a search that tunnels follows.
+ * Checked: the metapage (gateann_meta_problem: values in range, entry
+ * points, counts, record layout, regions within the index); the page kind of
+ * every codebook, dictionary and node page; the codebook's values are
+ * finite; every record (its node id, neighbor count, neighbor ids in range,
+ * not itself and not a freed slot; its heap TID within the table; its vector
+ * indexable; its copies of the filter columns well formed); freed slots (no
+ * neighbors, at or past the free cursor, not the entry point); the deleted
+ * and free counts; when this backend can see the index's in-memory stores
+ * (shared, or its own private copy), that they agree with the records (PQ
+ * code, neighbor store row, deleted bit); and that every live node is
+ * reachable from the entry points over the first R_max neighbors of each
+ * list, what a search that tunnels follows.
  *
  * Pages are read through the buffer manager with share locks, one at a
- * time; the check holds AccessShareLock like a scan, so it runs alongside
- * queries.
+ * time; the check holds ShareLock on the index (AccessShareLock on a hot
+ * standby): queries run alongside, writers wait.
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "gateann.h"
+#include "filter.h"
 #include "page.h"
+#include "pq.h"
 #include "search.h"
 #include "store.h"
-
-#include "access/xlog.h"
+#include "vector.h"
 
 #include "access/relation.h"
+#include "access/tableam.h"
+#include "access/xlog.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 PG_FUNCTION_INFO_V1(gateann_verify);
 
@@ -44,6 +53,9 @@ typedef struct VerifyState
 	Tuplestorestate *tupstore;
 	TupleDesc	tupdesc;
 	int			nproblems;
+	BlockNumber heap_blocks;	/* of the table: no heap TID lies beyond */
+	GateannMetric metric;
+	GateannSlotType types[GATEANN_MAX_FILTER_COLS];
 } VerifyState;
 
 static void
@@ -80,6 +92,35 @@ check_region(VerifyState *vs, Relation index, BlockNumber start, BlockNumber npa
 		if (!gateann_page_is_valid(BufferGetPage(buf), kind))
 			problem(vs, "block %u: not a %s page", blkno, what);
 		UnlockReleaseBuffer(buf);
+	}
+}
+
+/* The codebook's values (residual centroids, coarse centroids) are finite */
+static void
+check_codebook(VerifyState *vs, Relation index, const GateannMetaPageData *meta)
+{
+	Size		total = gateann_pq_codebook_bytes(meta->dims);
+	Size		done = 0;
+	BlockNumber blkno;
+
+	for (blkno = meta->codebook_start; done < total; blkno++)
+	{
+		Buffer		buf = ReadBuffer(index, blkno);
+		Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
+		const float *f;
+		Size		i;
+
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		f = (const float *) PageGetContents(BufferGetPage(buf));
+		for (i = 0; i < chunk / sizeof(float); i++)
+			if (!isfinite(f[i]))
+			{
+				problem(vs, "codebook: block %u holds a non-finite value (%g)", blkno,
+						(double) f[i]);
+				break;
+			}
+		UnlockReleaseBuffer(buf);
+		done += chunk;
 	}
 }
 
@@ -125,6 +166,8 @@ check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta
 	uint32	   *row = palloc(sizeof(uint32) * r_max);
 	RecordWalk	w;
 	uint32		id;
+	Relation	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
+	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
 
 	w.index = index;
 	w.meta = meta;
@@ -135,10 +178,26 @@ check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta
 		(void) gateann_reach(meta->nnodes, meta->entries[id], record_neighbors, &w, r_max,
 							 reached, queue, row);
 	for (id = 0; id < meta->nnodes; id++)
-		if (!gateann_reached(reached, id) && !IS_FREE(free_map, id) &&
-			!IS_FREE(deleted_map, id))
-			problem(vs, "node %u: unreachable from the entry points over the first %d neighbors of each list",
-					id, r_max);
+	{
+		GateannNodeHeader *hdr = (GateannNodeHeader *) w.rec;
+		bool		all_dead = false;
+
+		if (gateann_reached(reached, id) || IS_FREE(free_map, id) || IS_FREE(deleted_map, id))
+			continue;
+
+		/*
+		 * A node whose row nobody can see is no loss: an insert interrupted
+		 * by a crash after it wrote the node but before it linked it leaves
+		 * such a node, and VACUUM deletes it with the row.
+		 */
+		gateann_read_record(index, meta, id, w.rec, NULL);
+		if (!table_index_fetch_tuple_check(heap, &hdr->heap_tid, snapshot, &all_dead))
+			continue;
+		problem(vs, "node %u: unreachable from the entry points over the first %d neighbors of each list",
+				id, r_max);
+	}
+	UnregisterSnapshot(snapshot);
+	relation_close(heap, AccessShareLock);
 	pfree(w.rec);
 	pfree(row);
 	pfree(queue);
@@ -179,8 +238,29 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		(*ndeleted)++;
 		deleted_map[id >> 3] |= 1 << (id & 7);
 	}
+	/* (a deleted node's row may be gone with the table's truncated end) */
 	if (!ItemPointerIsValid(&hdr->heap_tid))
 		problem(vs, "node %u: invalid heap TID", id);
+	else if (!(hdr->flags & GATEANN_NODE_DELETED) &&
+			 ItemPointerGetBlockNumberNoCheck(&hdr->heap_tid) >= vs->heap_blocks)
+		problem(vs, "node %u: heap TID %s beyond the table's %u blocks", id,
+				gateann_tid_string(&hdr->heap_tid), vs->heap_blocks);
+	{
+		int			bad = gateann_first_unindexable(GateannRecordVector(meta, rec), meta->dims,
+													vs->metric);
+
+		if (bad >= 0)
+			problem(vs, "node %u: vector value %g in dimension %d cannot be indexed", id,
+					(double) GateannRecordVector(meta, rec)[bad], bad + 1);
+	}
+	for (i = 0; i < meta->nfilter; i++)
+	{
+		Datum		value;
+
+		if (gateann_filter_read(meta, GateannRecordFilter(meta, rec), i, vs->types, &value) ==
+			GATEANN_SLOT_DAMAGED)
+			problem(vs, "node %u: its copy of filter column %d is damaged", id, i + 2);
+	}
 	if (hdr->nneighbors > meta->max_neighbors)
 	{
 		problem(vs, "node %u: %u neighbors, max_neighbors is %d", id,
@@ -257,41 +337,29 @@ gateann_verify(PG_FUNCTION_ARGS)
 	 */
 	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
 	index = gateann_open_index(PG_GETARG_OID(0), lockmode, GATEANN_ACCESS_CHECK);
-	gateann_read_meta(index, &meta);	/* errors out on a bad metapage */
+	gateann_read_meta_unchecked(index, &meta);	/* errors out on a non-gateann page */
 	nblocks = RelationGetNumberOfBlocks(index);
-
-	if (meta.nnodes > 0 && meta.entry_point >= meta.nnodes)
-		problem(&vs, "metapage: entry point %u beyond the %u nodes",
-				meta.entry_point, meta.nnodes);
-	if (meta.nentries > GATEANN_MAX_ENTRIES)
-		problem(&vs, "metapage: %u entry points, at most %d", meta.nentries,
-				GATEANN_MAX_ENTRIES);
-	else
 	{
-		for (id = 0; id < meta.nentries; id++)
-			if (meta.entries[id] >= meta.nnodes)
-				problem(&vs, "metapage: entry point %u is node %u, beyond the %u nodes",
-						id, meta.entries[id], meta.nnodes);
+		char	   *mp = gateann_meta_problem(&meta, nblocks);
+
+		if (mp != NULL)
+			problem(&vs, "metapage %s", mp);
 	}
-	if ((uint64) meta.ndeleted + meta.nfree > meta.nnodes)
-		problem(&vs, "metapage: %u deleted and %u free of %u nodes",
-				meta.ndeleted, meta.nfree, meta.nnodes);
-	if (meta.node_start + meta.node_pages > nblocks)
-		problem(&vs, "metapage: node pages end at block %u, the index has %u blocks",
-				meta.node_start + meta.node_pages, nblocks);
-	if (meta.records_per_page > 0 &&
-		(uint64) meta.node_pages * meta.records_per_page < meta.nnodes)
-		problem(&vs, "metapage: %u node pages cannot hold %u nodes",
-				meta.node_pages, meta.nnodes);
-	if (meta.records_per_page == 0 &&
-		(uint64) meta.node_pages < (uint64) meta.nnodes * meta.pages_per_record)
-		problem(&vs, "metapage: %u node pages cannot hold %u nodes",
-				meta.node_pages, meta.nnodes);
 	if (vs.nproblems > 0)
 		goto done;				/* the layout itself is not to be trusted */
 
 	check_region(&vs, index, meta.codebook_start, meta.codebook_pages,
 				 GATEANN_PAGE_CODEBOOK, "codebook");
+	if (meta.dims > 0 && meta.codebook_pages > 0)
+		check_codebook(&vs, index, &meta);
+	vs.metric = (GateannMetric) meta.metric;
+	gateann_filter_slot_types(&meta, vs.types);
+	{
+		Relation	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
+
+		vs.heap_blocks = RelationGetNumberOfBlocks(heap);
+		relation_close(heap, AccessShareLock);
+	}
 	check_region(&vs, index, meta.dict_start, meta.dict_pages,
 				 GATEANN_PAGE_DICT, "dictionary");
 	check_region(&vs, index, meta.node_start, meta.node_pages,

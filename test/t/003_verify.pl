@@ -46,5 +46,40 @@ $node->start;
 is($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
 	'node 0: record holds node id 12345', 'gateann_verify reports the damaged record');
 
+# A metapage that names an entry point past the last node (one 4-byte
+# write): every scan and verify refuse the index with an error naming it,
+# never a crash.  The entry point is the 14th 4-byte field of the metapage
+# contents, which start after the 24-byte page header of block 0.
+$node->safe_psql('postgres', q{REINDEX INDEX t_idx});
+$path = $node->data_dir . '/' .
+  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
+my $nodes = $node->safe_psql('postgres', q{SELECT nodes FROM gateann_index_info('t_idx')});
+$node->stop;
+open($fh, '+<', $path) or die "open $path: $!";
+binmode $fh;
+my $field = '';
+seek($fh, 24 + 52, 0);
+read($fh, $field, 4);
+cmp_ok(unpack('V', $field), '<', $nodes, 'the entry point is a node');
+seek($fh, 24 + 52, 0);
+print $fh pack('V', $nodes + 1000);
+close $fh;
+$node->start;
+
+my ($ret, $out, $err) = $node->psql('postgres',
+	q{SET enable_seqscan = off; SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 3},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+isnt($ret, 0, 'a scan of the damaged index fails');
+like($err, qr/XX002: gateann index "t_idx" is damaged: its metapage gives entry point/,
+	'the error names the index and the damage (ERRCODE_INDEX_CORRUPTED)');
+like($err, qr/REINDEX/, 'the error says how to repair it');
+is($node->safe_psql('postgres', q{SELECT 1}), '1', 'the server did not crash');
+like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
+	qr/metapage gives entry point/, 'gateann_verify reports the damaged metapage');
+$node->safe_psql('postgres', q{REINDEX INDEX t_idx});
+is($node->safe_psql('postgres', q{SET enable_seqscan = off;
+SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 1}), '7',
+	'REINDEX repairs it');
+
 $node->stop;
 done_testing();
