@@ -567,7 +567,7 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 				ereport(NOTICE,
 						(errmsg("gateann: the in-memory stores of this index (%zu kB) do not fit gateann.max_shared_memory (%d MB) or its registry; using a private copy",
 								(bytes + 1023) / 1024, gateann_max_shared_memory_mb),
-						 errhint("Raise gateann.max_shared_memory.")));
+						 errhint("Raise gateann.max_shared_memory: a private copy larger than it is read again by every transaction.")));
 				return NULL;
 			}
 			entry = free_entry;

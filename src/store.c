@@ -18,6 +18,7 @@
 #include "filter.h"
 #include "page.h"
 
+#include "access/xact.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
@@ -471,8 +472,8 @@ store_handle(MemoryContext cxt, const GateannStoreKey *key, bool shared, void *b
  * backend, least recently used ones freed first, and a copy of an index
  * that was dropped is freed too.  A copy is never freed in the transaction
  * that got it (a scan of that transaction may still read it); a copy larger
- * than the whole budget is freed as soon as that transaction is over, so
- * that it is read again by the next one rather than held by an idle session.
+ * than the whole budget is freed when that transaction ends, so that it is
+ * read again by the next one rather than held by an idle session.
  */
 static Size
 private_budget(void)
@@ -489,6 +490,28 @@ private_relcache_callback(Datum arg, Oid relid)
 	for (s = private_stores; s != NULL; s = s->next)
 		if (!OidIsValid(relid) || s->key.indexoid == relid)
 			s->check_exists = true;
+}
+
+/* End of a transaction: its scans are over; free copies larger than the budget */
+static void
+private_xact_callback(XactEvent event, void *arg)
+{
+	GateannStore **prev = &private_stores;
+	GateannStore *s;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	while ((s = *prev) != NULL)
+	{
+		if (s->bytes > private_budget())
+		{
+			*prev = s->next;
+			MemoryContextDelete(s->cxt);
+			continue;
+		}
+		prev = &s->next;
+	}
 }
 
 static bool
@@ -847,6 +870,7 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	if (!private_callback_registered)
 	{
 		CacheRegisterRelcacheCallback(private_relcache_callback, (Datum) 0);
+		RegisterXactCallback(private_xact_callback, NULL);
 		private_callback_registered = true;
 	}
 	cxt = AllocSetContextCreate(TopMemoryContext, "gateann private store",
