@@ -2,7 +2,7 @@
  * gateann.h — on-disk format, options and entry points shared by the
  * gateann index access method's modules.
  *
- * Storage (SPEC §3), all in the index's main fork, standard pages:
+ * Storage, all in the index's main fork, standard pages:
  *
  *   block 0                  metapage (GateannMetaPageData)
  *   blocks 1 .. C            PQ codebook (dims * 256 floats, chunked)
@@ -17,7 +17,7 @@
  * page, in which case it occupies pages_per_record consecutive blocks (each
  * a normal page holding one chunk).  Keeping the PQ code inside the record
  * means one sequential pass over the node pages rebuilds every in-memory
- * store (codes now, neighbor and filter stores later).
+ * store (PQ codes, neighbor store, filter store).
  *
  * Every page keeps pd_lower at the end of its used bytes, so full-page
  * images (log_newpage with page_std, generic WAL) never drop record data as
@@ -80,8 +80,9 @@ typedef enum GateannMetric
 /*
  * How a filter column is copied into a record.  Fixed-width types are stored
  * by value in `width` bytes; variable-width types (text, numeric, arrays) get
- * a slot of `width` bytes holding a uint16 length and the detoasted datum's
- * bytes.  A value that does not fit is flagged as overflowed: exact
+ * a slot of `width` bytes: an 8-byte header whose first 4 bytes give the
+ * length, then the detoasted datum (with its own 4-byte varlena header).
+ * A value that does not fit is flagged as overflowed: exact
  * verification then cannot be done from the record and the executor's
  * recheck decides (no false negatives either way).
  */
@@ -292,7 +293,7 @@ extern int	gateann_iterative_scan;
 #define GATEANN_ITERATIVE_STRICT	1	/* search on; rows in exact order */
 #define GATEANN_ITERATIVE_RELAXED	2	/* search on; every row found */
 
-/* gateann.filter_mode (SPEC §4.4) */
+/* gateann.filter_mode */
 #define GATEANN_FILTER_MODE_GATE	0	/* check in memory before I/O, tunnel */
 #define GATEANN_FILTER_MODE_POST	1	/* read everything, filter after */
 #define GATEANN_FILTER_MODE_EARLY	2	/* read everything, skip exact distance

@@ -1,7 +1,7 @@
 /*
  * io.c — reads of index blocks straight from the relation's segment files:
  * io_uring, pread or (always correct) the buffer manager.  See io.h for the
- * interface and SPEC §4.3 for why.
+ * interface and store.h for when a direct read can be trusted.
  *
  * Memory and lifetime design
  * --------------------------

@@ -1,6 +1,6 @@
 /*
  * io.h — asynchronous reads of index blocks straight from the relation's
- * segment files (SPEC §4.3).
+ * segment files.
  *
  * A scan opens one GateannIo, submits reads of node records (nblocks
  * consecutive blocks of the index's main fork each, up to gateann.io_width

@@ -1,5 +1,5 @@
 /*
- * prefilter.h — speculative pre-filtering (PipeANN-Filter §3.2, papers/003):
+ * prefilter.h — speculative pre-filtering (as PipeANN-Filter does it):
  * for a filter so selective that walking the graph toward the query would
  * tunnel through thousands of non-matching nodes (or never reach matching
  * ones at all, when they lie in another part of the graph), scan the

@@ -564,7 +564,7 @@ node_may_match(GateannScanOpaque so, uint32 id)
 }
 
 /*
- * Graph tunneling (GateANN §3.3): cross nodes ids[0..n-1] in memory.  Their
+ * Graph tunneling: cross nodes ids[0..n-1] in memory.  Their
  * first tunnel_neighbors neighbors from the neighbor store get PQ distances
  * and join the frontier; no read, no exact distance, never a result.
  *

@@ -1,6 +1,6 @@
 /*
  * store.h — the in-memory stores a search needs, rebuilt from the index by
- * one sequential pass over its node pages (GateANN §3.2):
+ * one sequential pass over its node pages:
  *
  *   PQ codebook and the PQ code of every node      (N * M bytes)
  *   neighbor store: the first R_max neighbors of every node, fixed stride
@@ -15,7 +15,7 @@
  * room for more nodes than the index has (inserts fill it in place), a
  * "present" bit per node saying its entries are complete, and per node
  * block the LSN the file must have reached before a direct read of it can
- * be trusted (SPEC §4.3; the loader sets it to the page's LSN in shared
+ * be trusted (the loader sets it to the page's LSN in shared
  * buffers, writers raise it).
  */
 #ifndef GATEANN_STORE_H
