@@ -134,4 +134,18 @@ CREATE TEMP TABLE io_rows AS
 RESET gateann.io_method;
 SELECT ARRAY(SELECT id FROM vunl ORDER BY v <-> cvec(77) LIMIT 10) = ids AS same FROM io_rows;
 
-DROP TABLE vac, vwide, vunl;
+-- tunnel_neighbors lowered after the build: VACUUM makes every node reachable
+-- over the shorter prefix again, moving in edges that lie past it
+CREATE TABLE vtn (id int, v real[]);
+INSERT INTO vtn SELECT i, cvec(i) FROM generate_series(1, 1500) i;
+CREATE INDEX vtn_idx ON vtn USING gateann (v) WITH (max_neighbors = 24);
+ALTER INDEX vtn_idx SET (tunnel_neighbors = 4);
+SELECT gateann_prewarm('vtn_idx') > 0 AS loaded;
+SELECT unreachable_nodes > 0 AS some_unreachable FROM gateann_index_info('vtn_idx');
+DELETE FROM vtn WHERE id % 100 = 0;
+VACUUM (INDEX_CLEANUP ON) vtn;
+SELECT unreachable_nodes FROM gateann_index_info('vtn_idx');
+SELECT * FROM gateann_verify('vtn_idx');
+SELECT lost('vtn', 1, 1500);
+
+DROP TABLE vac, vwide, vunl, vtn;

@@ -196,6 +196,7 @@ typedef struct Consolidation
 	uint32	   *stamp;			/* per node: last repair that saw it */
 	uint32		stamp_now;
 	MemoryContext node_cxt;		/* reset for every repaired list */
+	uint32	   *prefix_indeg;	/* in-edges within neighbor-store rows (relinking) */
 } Consolidation;
 
 #define MAP_TEST(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
@@ -849,37 +850,91 @@ near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 
 /*
  * Add the edge from -> to, within the first R_max of from's list (the
- * neighbor store's row, all a tunneling search follows); a full list loses
- * its last neighbor.
+ * neighbor store's row, all a tunneling search follows).  When that prefix
+ * is full, one of its entries leaves it (to just past it): the one with the
+ * most other in-edges within prefixes, so that the node it points to most
+ * likely stays reachable (the last one when the counts are not known).  An
+ * edge already there but past the prefix is moved in.  A full list loses its
+ * last neighbor.
  */
 static void
 add_link(Consolidation *c, uint32 from, uint32 to)
 {
 	const GateannMetaPageData *meta = &c->meta;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 2];
 	GateannRecordEdit ed;
 	GateannNodeHeader hdr;
 	int			n,
-				i;
+				i,
+				j,
+				k,
+				pos,
+				victim = -1;
 
 	gateann_record_lock(c->index, meta, from, &ed);
 	n = gateann_record_get_list(meta, &ed, &hdr, list);
 	for (i = 0; i < n && list[i] != to; i++)
 		;
-	if (i == n && !(hdr.flags & GATEANN_NODE_FREE))
+	pos = Min(n, Max(c->store->tunnel_neighbors, 1) - 1);
+	if (!(hdr.flags & GATEANN_NODE_FREE) && i > pos)
 	{
-		int			pos = Min(n, Max(c->store->tunnel_neighbors, 1) - 1);
-
-		if (n < meta->max_neighbors)
-			n++;
-		memmove(&list[pos + 1], &list[pos], sizeof(uint32) * (n - 1 - pos));
-		list[pos] = to;
+		if (n > pos)
+		{
+			/* the prefix list[0..pos] is full: choose who leaves it */
+			victim = pos;
+			if (c->prefix_indeg != NULL)
+				for (j = pos; j >= 0; j--)
+					if (list[j] < c->map_nodes && list[victim] < c->map_nodes &&
+						c->prefix_indeg[list[j]] > c->prefix_indeg[list[victim]])
+						victim = j;
+		}
+		k = 0;
+		for (j = 0; j <= pos && j < n; j++)
+			if (j != victim)
+				out[k++] = list[j];
+		out[k++] = to;
+		if (victim >= 0)
+			out[k++] = list[victim];
+		for (j = pos + 1; j < n; j++)
+			if (list[j] != to)
+				out[k++] = list[j];
+		n = Min(k, meta->max_neighbors);
+		if (c->prefix_indeg != NULL)
+		{
+			if (to < c->map_nodes)
+				c->prefix_indeg[to]++;
+			if (victim >= 0 && list[victim] < c->map_nodes && c->prefix_indeg[list[victim]] > 0)
+				c->prefix_indeg[list[victim]]--;
+		}
 		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
-		gateann_record_put_list(meta, &ed, hdr.flags, list, n);
+		gateann_record_put_list(meta, &ed, hdr.flags, out, n);
 		gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
-		gateann_store_set_neighbors(c->store, from, list, n);
+		gateann_store_set_neighbors(c->store, from, out, n);
 	}
 	gateann_record_unlock(&ed);
+}
+
+/* In-edges of every node within the neighbor store's rows (add_link's choice) */
+static void
+count_prefix_indeg(Consolidation *c, uint32 *row)
+{
+	uint32		nnodes = Min(c->meta.nnodes, c->store->capacity);
+	uint32		id;
+
+	memset(c->prefix_indeg, 0, sizeof(uint32) * (Size) c->map_nodes);
+	for (id = 0; id < nnodes; id++)
+	{
+		int			n,
+					i;
+
+		if (gateann_store_is_deleted(c->store, id))
+			continue;
+		n = gateann_store_row_neighbors(c->store, id, row, c->store->tunnel_neighbors);
+		for (i = 0; i < n; i++)
+			if (row[i] < c->map_nodes)
+				c->prefix_indeg[row[i]]++;
+	}
 }
 
 /*
@@ -891,6 +946,11 @@ add_link(Consolidation *c, uint32 from, uint32 to)
  * node near it, one with room in its list if there is one, and the walk
  * goes on from there.
  */
+#define RELINK_PASSES 8
+
+static bool relink_pass(Consolidation *c, Reach *r, uint64 since, float *table, int L,
+						uint32 *near);
+
 static void
 relink_unreachable(Consolidation *c, uint64 since)
 {
@@ -899,12 +959,46 @@ relink_unreachable(Consolidation *c, uint64 since)
 	Reach		r;
 	float	   *table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
 	uint32	   *near = palloc(sizeof(uint32) * L);
-	uint32		id;
+	int			pass;
 
 	r.reached = palloc0(((Size) meta->nnodes + 7) / 8);
 	r.queue = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) meta->nnodes);
 	r.row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
-	(void) gateann_store_unreachable(c->store, meta, r.reached);
+
+	/*
+	 * A new in-edge takes a place in the prefix and pushes the list's last
+	 * prefix entry out of it, which may have been some node's only way in:
+	 * walk again after a pass that linked anything, a few times at most
+	 * (with the default prefix of 32 one pass is nearly always enough).
+	 */
+	for (pass = 0; pass < RELINK_PASSES; pass++)
+	{
+		int64		before = c->relinked;
+
+		memset(r.reached, 0, ((Size) meta->nnodes + 7) / 8);
+		if (gateann_store_unreachable(c->store, meta, r.reached) == 0)
+			break;
+		if (c->prefix_indeg == NULL)
+			c->prefix_indeg = MemoryContextAllocHuge(CurrentMemoryContext,
+													 sizeof(uint32) * (Size) c->map_nodes);
+		count_prefix_indeg(c, r.row);
+		if (!relink_pass(c, &r, since, table, L, near) || c->relinked == before)
+			break;
+	}
+	pfree(table);
+	pfree(near);
+	pfree(r.reached);
+	pfree(r.queue);
+	pfree(r.row);
+}
+
+/* One pass of relink_unreachable; false if the store was replaced meanwhile */
+static bool
+relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint32 *near)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	Reach		r = *r_;
+	uint32		id;
 
 	for (id = 0; id < meta->nnodes; id++)
 	{
@@ -918,7 +1012,7 @@ relink_unreachable(Consolidation *c, uint64 since)
 			gateann_vacuum_delay_point();
 			/* our store was replaced: its rows no longer tell who is reached */
 			if (gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(c->index), since))
-				break;
+				return false;
 		}
 		if (MAP_TEST(r.reached, id) || !gateann_store_has(c->store, id) ||
 			gateann_store_is_deleted(c->store, id))
@@ -954,6 +1048,7 @@ relink_unreachable(Consolidation *c, uint64 since)
 		c->relinked++;
 		walk_from(c, &r, id);
 	}
+	return true;
 }
 
 /*
