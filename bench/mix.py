@@ -1,24 +1,33 @@
-"""Mixed-workload soak (writes issue): inserts, deletes, filtered queries and
-VACUUM together for minutes, then a check that nothing was lost.
+"""Mixed-workload soak: inserts, updates, deletes, filtered queries, VACUUM,
+REINDEX CONCURRENTLY and ALTER INDEX together for minutes, with kill -9 of a
+writing backend now and then, then a check that nothing was lost.
 
   python mix.py --out results/x [--n 100000] [--minutes 5] [--clients 2]
+                [--maint-every 30] [--kill-every 0]
 
 On a generated dataset of n rows (bench/gen.py, loaded once):
   1. table m := the first 80% of the rows, CREATE INDEX (embedding, label10);
   2. pgbench for --minutes with --clients clients, weighted scripts:
        insert@5  a row with the vector and label of one of the other 20%
                  (taken round-robin, so vectors repeat once they are used up),
+       update@2  a random id gets the vector of one of the other 20% (a new
+                 index entry: the vector column changes),
        delete@3  a random id (a no-op when it is gone),
        query@10  10 nearest rows with label10 = a random label to a query
                  vector of the dataset;
-     and, meanwhile, VACUUM m every --vacuum-every seconds from another
-     connection;
+     and, meanwhile, from another connection every --vacuum-every seconds,
+     in turn: VACUUM m, REINDEX INDEX CONCURRENTLY m_idx, VACUUM m,
+     ALTER INDEX m_idx SET (tunnel_neighbors = 16 | 32);
+     with --kill-every N, pgbench runs in N-second segments and each ends
+     with kill -9 of a backend running an INSERT or UPDATE (the server
+     restarts all backends; the clients of that segment lose their
+     connections, which is expected and counted apart from errors);
   3. VACUUM, gateann_verify (must be clean), live nodes against the table,
      and "lost rows": of a sample of rows (rows inserted during the run
      and older ones, --sample of each), those whose nearest row by the index
      is not at distance 0 (search list 100; inserted vectors repeat, so a
      row may find its twin).
-pgbench must report no failed transaction.  Writes summary.md and
+pgbench must report no failed transaction outside the killed moments.  Writes summary.md and
 results.json into --out.
 """
 from __future__ import annotations
@@ -37,16 +46,94 @@ from common import base_table, connect, git_facts, index_facts, log, machine_fac
 from gen import DatasetSpec, load
 
 
-def vacuum_loop(stop: threading.Event, every: float, done: list, errors: list) -> None:
-    conn = connect()
+MAINTENANCE = ["VACUUM m", "REINDEX INDEX CONCURRENTLY m_idx", "VACUUM m",
+               "ALTER INDEX m_idx SET (tunnel_neighbors = {tn})"]
+
+# what a client sees when the server restarts after a kill -9 (not a failure)
+CRASH_NOISE = re.compile(r"server closed the connection unexpectedly|terminating connection because of "
+                         r"crash of another server process|the database system is (in recovery mode|"
+                         r"starting up|not yet accepting connections)|connection to server .* failed|"
+                         r"server conn crashed|no connection to the server|consuming input failed|"
+                         r"connection not open|perhaps the server was restarted|SSL SYSCALL error|"
+                         r"the connection is lost|could not send data to server|client \d+ aborted")
+
+
+def reconnect(deadline: float = 120.0):
+    t0 = time.monotonic()
+    while True:
+        try:
+            return connect()
+        except Exception:
+            if time.monotonic() - t0 > deadline:
+                raise
+            time.sleep(0.5)
+
+
+def maintenance_loop(stop: threading.Event, every: float, done: list, errors: list,
+                     kills_expected: bool) -> None:
+    conn = reconnect()
+    step = 0
     while not stop.wait(every):
+        stmt = MAINTENANCE[step % len(MAINTENANCE)].format(tn=16 if (step // 4) % 2 == 0 else 32)
+        step += 1
         t0 = time.monotonic()
         try:
-            conn.execute("VACUUM m")
-            done.append(round(time.monotonic() - t0, 2))
-        except Exception as e:  # reported, and fails the run
-            errors.append(str(e))
+            conn.execute(stmt)
+            done.append((stmt.split(" (")[0], round(time.monotonic() - t0, 2)))
+        except Exception as e:
+            if kills_expected and (CRASH_NOISE.search(str(e)) or conn.closed):
+                # a kill -9 restarted the server: not this statement's fault
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+                conn = reconnect()
+                if stmt.startswith("REINDEX"):
+                    # an interrupted REINDEX CONCURRENTLY leaves an invalid copy: drop it
+                    for (name,) in conn.execute("""SELECT c.relname FROM pg_index i JOIN pg_class c
+                            ON c.oid = i.indexrelid WHERE NOT i.indisvalid
+                            AND i.indrelid = 'm'::regclass""").fetchall():
+                        conn.execute(f'DROP INDEX CONCURRENTLY "{name}"')
+                continue
+            errors.append(f"{stmt}: {e}")
     conn.close()
+
+
+def kill_writer() -> dict:
+    """kill -9 a backend running an INSERT or UPDATE of m (any pgbench backend if none shows)."""
+    conn = connect()
+    pid, what = None, None
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 5 and pid is None:
+        row = conn.execute("""SELECT pid, left(query, 30) FROM pg_stat_activity
+            WHERE state = 'active' AND application_name = 'pgbench'
+              AND (query LIKE 'INSERT INTO m %%' OR query LIKE 'UPDATE m %%')
+            LIMIT 1""").fetchone()
+        if row:
+            pid, what = row
+        else:
+            time.sleep(0.01)
+    if pid is None:
+        row = conn.execute("""SELECT pid, left(query, 30) FROM pg_stat_activity
+            WHERE application_name = 'pgbench' LIMIT 1""").fetchone()
+        if row:
+            pid, what = row
+    conn.close()
+    if pid is None:
+        return {"killed": False}
+    os.kill(pid, 9)
+    # wait for the restart to begin (a connection refused), then for its end
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 10:
+        try:
+            c = connect()
+            c.execute("SELECT 1")
+            c.close()
+            time.sleep(0.05)
+        except Exception:
+            break
+    reconnect().close()
+    return {"killed": True, "pid": pid, "query": what}
 
 
 def main():
@@ -56,7 +143,10 @@ def main():
     ap.add_argument("--dim", type=int, default=128)
     ap.add_argument("--minutes", type=float, default=5.0)
     ap.add_argument("--clients", type=int, default=2)
-    ap.add_argument("--vacuum-every", type=float, default=30.0)
+    ap.add_argument("--vacuum-every", type=float, default=30.0,
+                    help="seconds between maintenance statements (VACUUM, REINDEX CONCURRENTLY, ALTER INDEX)")
+    ap.add_argument("--kill-every", type=float, default=0.0,
+                    help="kill -9 a writing backend every N seconds (0 = never)")
     ap.add_argument("--sample", type=int, default=3000)
     ap.add_argument("--pgbench", default=os.environ.get("PGBENCH", "pgbench"))
     ap.add_argument("--command", default=" ".join(sys.argv))
@@ -71,7 +161,7 @@ def main():
     res = {"command": a.command, "machine": machine_facts(), "git": git_facts(),
            "server": conn.execute("SELECT version()").fetchone()[0],
            "dataset": spec.key(), "base_rows": base, "minutes": a.minutes,
-           "clients": a.clients, "vacuum_every_s": a.vacuum_every}
+           "clients": a.clients, "vacuum_every_s": a.vacuum_every, "kill_every_s": a.kill_every}
 
     res["build_seconds"] = base_table(conn, spec.table, "m", base, "1GB")
     res["before"] = index_facts(conn, "m_idx")
@@ -85,6 +175,10 @@ def main():
         "insert": (5, f"""\\set k random(0, {nspare - 1})
 INSERT INTO m SELECT nextval('m_id'), label10, embedding FROM {spec.table} WHERE id = {base} + :k;
 """),
+        "update": (2, f"""\\set id random(1, {base - 1})
+\\set k random(0, {nspare - 1})
+UPDATE m SET embedding = (SELECT embedding FROM {spec.table} WHERE id = {base} + :k) WHERE id = :id;
+"""),
         "delete": (3, f"""\\set id random(1, {base - 1})
 DELETE FROM m WHERE id = :id;
 """),
@@ -96,43 +190,77 @@ SELECT id FROM m WHERE label10 = :lab
 """),
     }
     paths = []
-    cmd = [a.pgbench, "-n", "-c", str(a.clients), "-j", str(a.clients),
-           "-T", str(int(a.minutes * 60))]
+    scriptargs = []
     for name, (weight, text) in scripts.items():
         with tempfile.NamedTemporaryFile("w", suffix=f"_{name}.sql", delete=False) as f:
             f.write(text)
         os.chmod(f.name, 0o644)
         paths.append(f.name)
-        cmd += ["-f", f"{f.name}@{weight}"]
+        scriptargs += ["-f", f"{f.name}@{weight}"]
 
+    total = a.minutes * 60
+    seg = a.kill_every if a.kill_every > 0 else total
     stop = threading.Event()
-    vacuums: list = []
-    vacuum_errors: list = []
-    th = threading.Thread(target=vacuum_loop, args=(stop, a.vacuum_every, vacuums, vacuum_errors))
-    log(f"pgbench mix for {a.minutes} min, {a.clients} clients, VACUUM every {a.vacuum_every}s")
+    maint: list = []
+    maint_errors: list = []
+    kills: list = []
+    th = threading.Thread(target=maintenance_loop, args=(stop, a.vacuum_every, maint, maint_errors, a.kill_every > 0))
+    log(f"pgbench mix for {a.minutes} min, {a.clients} clients, maintenance every {a.vacuum_every}s"
+        + (f", kill -9 of a writer every {a.kill_every}s" if a.kill_every > 0 else ""))
     th.start()
     t0 = time.monotonic()
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    per_script = {k: {"transactions": 0} for k in scripts}
+    failed_total, errors_total, crash_lines, exit_codes = 0, 0, 0, []
+    logs = []
+    while time.monotonic() - t0 < total - 1:
+        left = total - (time.monotonic() - t0)
+        length = int(max(1, min(seg, left)))
+        cmd = [a.pgbench, "-n", "-c", str(a.clients), "-j", str(a.clients), "-T", str(length)] + scriptargs
+        killing = a.kill_every > 0 and left > seg
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if killing:
+            time.sleep(max(0.5, length - 2))
+            kills.append(kill_writer())
+        out, err = proc.communicate()
+        logs.append(out + "\n--- stderr ---\n" + err)
+        exit_codes.append(proc.returncode)
+        for m in re.finditer(r"SQL script \d+: \S+_(insert|update|delete|query)\.sql\n"
+                             r" - weight: \d+ \([^)]*\)\n - (\d+) transactions", out):
+            per_script[m.group(1)]["transactions"] += int(m.group(2))
+        failed = re.search(r"number of failed transactions: (\d+)", out)
+        bad = [ln for ln in err.splitlines() if re.search(r"ERROR|FATAL|PANIC", ln)]
+        noise = [ln for ln in err.splitlines() if CRASH_NOISE.search(ln)]
+        if killing and kills[-1].get("killed"):
+            crash_lines += len(noise)
+            bad = [ln for ln in bad if not CRASH_NOISE.search(ln)]
+        else:
+            failed_total += int(failed.group(1)) if failed else 0
+            if proc.returncode != 0:
+                bad.append(f"pgbench exit code {proc.returncode}")
+        errors_total += len(bad)
     elapsed = time.monotonic() - t0
     stop.set()
     th.join()
     for p in paths:
         os.unlink(p)
-    (a.out / "pgbench.log").write_text(out.stdout + "\n--- stderr ---\n" + out.stderr)
-    per_script = {}
-    for m in re.finditer(r"SQL script \d+: \S+_(insert|delete|query)\.sql\n"
-                         r" - weight: \d+ \([^)]*\)\n - (\d+) transactions \([^)]*tps = ([0-9.]+)\)",
-                         out.stdout):
-        per_script[m.group(1)] = {"transactions": int(m.group(2)), "tps": float(m.group(3))}
-    failed = re.search(r"number of failed transactions: (\d+)", out.stdout)
-    res["pgbench"] = {"exit_code": out.returncode, "seconds": round(elapsed, 1),
-                      "failed_transactions": int(failed.group(1)) if failed else None,
-                      "errors_in_stderr": len(re.findall(r"ERROR|FATAL|PANIC", out.stderr)),
+    (a.out / "pgbench.log").write_text("\n=== segment ===\n".join(logs))
+    for v in per_script.values():
+        v["tps"] = round(v["transactions"] / elapsed, 1)
+    res["pgbench"] = {"exit_codes": exit_codes, "seconds": round(elapsed, 1),
+                      "failed_transactions": failed_total,
+                      "errors_in_stderr": errors_total,
+                      "lost_connections_at_kills": crash_lines,
                       "per_script": per_script}
-    res["vacuums"] = {"count": len(vacuums), "seconds": vacuums, "errors": vacuum_errors}
-    log(f"  pgbench exit {out.returncode}, per script {per_script}, {len(vacuums)} VACUUMs")
+    res["maintenance"] = {"count": len(maint), "statements": maint, "errors": maint_errors}
+    res["kills"] = kills
+    vacuums = [t for (what, t) in maint if what == "VACUUM m"]
+    vacuum_errors = maint_errors
+    log(f"  per script {per_script}, {len(maint)} maintenance statements, "
+        f"{sum(1 for k in kills if k.get('killed'))} kills, {errors_total} errors")
 
     log("final VACUUM, gateann_verify, lost rows")
+    if a.kill_every > 0:
+        conn = reconnect()  # the kills restarted the server
     res["during"] = index_facts(conn, "m_idx")
     t0 = time.monotonic()
     conn.execute("VACUUM m")
@@ -153,7 +281,7 @@ SELECT id FROM m WHERE label10 = :lab
                         (first_new, a.sample, first_new, a.sample)).fetchone()
     res["lost_rows"] = {"lost": lost[0], "checked": lost[1],
                         "seconds": round(time.monotonic() - t0, 1)}
-    ok = (out.returncode == 0 and res["pgbench"]["failed_transactions"] in (0, None)
+    ok = (res["pgbench"]["failed_transactions"] == 0
           and res["pgbench"]["errors_in_stderr"] == 0 and not vacuum_errors
           and not res["verify_problems"] and lost[0] == 0
           and res["after"]["live_nodes"] == res["table_rows"])
@@ -167,11 +295,14 @@ SELECT id FROM m WHERE label10 = :lab
              f"- server: {res['server']}",
              f"- git: {res['git'].get('commit', '?')}{' (working tree changed)' if res['git'].get('dirty') else ''}", "",
              f"Table of {base} rows, index built in {res['build_seconds']} s; pgbench "
-             f"{res['pgbench']['seconds']} s with {a.clients} clients; VACUUM every "
-             f"{a.vacuum_every} s from another connection ({len(vacuums)} ran, longest "
-             f"{max(vacuums) if vacuums else 0} s).", "",
+             f"{res['pgbench']['seconds']} s with {a.clients} clients; a maintenance statement every "
+             f"{a.vacuum_every} s from another connection ({len(maint)} ran: "
+             + ", ".join(f"{sum(1 for (w, _) in maint if w == k)} {k}" for k in
+                         ("VACUUM m", "REINDEX INDEX CONCURRENTLY m_idx", "ALTER INDEX m_idx SET"))
+             + f"; longest VACUUM {max(vacuums) if vacuums else 0} s); "
+             f"{sum(1 for k in kills if k.get('killed'))} kill -9 of a writing backend.", "",
              "| script | transactions | tps |", "|---|---|---|"]
-    for name in ("insert", "delete", "query"):
+    for name in ("insert", "update", "delete", "query"):
         p = per_script.get(name, {})
         lines.append(f"| {name} | {p.get('transactions', '?')} | {p.get('tps', '?')} |")
     lines += ["", "| | nodes | live nodes | deleted | free slots | index size |", "|---|---|---|---|---|---|"]
@@ -180,9 +311,10 @@ SELECT id FROM m WHERE label10 = :lab
         lines.append(f"| {step} | {f['nodes']} | {f['live_nodes']} | {f['deleted_nodes']} | "
                      f"{f['free_slots']} | {f['index_bytes'] // (1024 * 1024)} MiB |")
     lines += ["",
-              f"- pgbench exit code {out.returncode}, failed transactions "
-              f"{res['pgbench']['failed_transactions']}, ERROR/FATAL/PANIC lines in its stderr "
-              f"{res['pgbench']['errors_in_stderr']}; VACUUM errors {len(vacuum_errors)}",
+              f"- pgbench failed transactions {res['pgbench']['failed_transactions']}, "
+              f"ERROR/FATAL/PANIC lines in its stderr {res['pgbench']['errors_in_stderr']} "
+              f"(connections lost at the kills, not counted: {crash_lines}); "
+              f"maintenance errors {len(vacuum_errors)}",
               f"- table rows after: {res['table_rows']} ({res['inserted']} inserted during the run); "
               f"live index nodes {res['after']['live_nodes']}",
               f"- gateann_verify: {len(res['verify_problems'])} problems",
