@@ -15,7 +15,11 @@ row per shape and metric with the figures each target is judged on:
             recall over all workloads (target <= 0.01)
   zero      the largest share of queries with recall 0 (gateann gate, L = 100)
 
-Usage: bench/shapes_check.py RESULTS.json [RESULTS.json ...]
+With --matrix, also a table of recall@10 at L = 100 by workload: gateann gate /
+gateann post / pgvector HNSW (ef_search = 100), and the share of queries at
+recall 0 for gate when it is not 0.
+
+Usage: bench/shapes_check.py [--matrix] RESULTS.json [RESULTS.json ...]
 """
 import json
 import sys
@@ -26,7 +30,7 @@ def load(paths):
     for path in paths:
         with open(path) as f:
             d = json.load(f)
-        shapes = {(p["shape"], p["metric"]) for p in d["points"]}
+        shapes = dict.fromkeys((p["shape"], p["metric"]) for p in d["points"])
         for key in shapes:
             points[key] = [p for p in d["points"] if (p["shape"], p["metric"]) == key]
         for fa in d["facts"]:
@@ -47,8 +51,37 @@ def fmt(x, ok):
     return f"{x:.3f}" if ok else f"**{x:.3f}**"
 
 
+def matrix(points):
+    wl = ["none", "u1", "u5", "u10", "a1", "a5", "a10"]
+    print("| shape | metric | " + " | ".join(wl) + " |")
+    print("|---|---|" + "---|" * len(wl))
+    for key, pts in points.items():
+        cells = []
+        for w in wl:
+            g, gz = recall(pts, "gateann_gate", w, 100)
+            po, _ = recall(pts, "gateann_post", w, 100)
+            pv, _ = recall(pts, "pgvector", w, 100)
+            if g is None:
+                cells.append("–")
+                continue
+            c = f"{g:.3f}"
+            if po is not None:
+                c += f" / {po:.3f}"
+            if pv is not None:
+                c += f" / {pv:.3f}"
+            if gz:
+                c += f" (zero {gz:.2f})"
+            cells.append(c)
+        print(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
+    print()
+
+
 def main():
-    points, facts = load(sys.argv[1:])
+    args = sys.argv[1:]
+    if args and args[0] == "--matrix":
+        args = args[1:]
+        matrix(load(args)[0])
+    points, facts = load(args)
     print("| shape | metric | default (none / worst filter) | best L ≤ 400 | self top-1 "
           "| gate − post (min) | pgvector − gateann (max) | zero (max) |")
     print("|---|---|---|---|---|---|---|---|")
