@@ -361,9 +361,16 @@ ring_submit(void)
 			pg_usleep(100L);
 			continue;
 		}
+		if (rc == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_IO_ERROR),
+					 errmsg("gateann: io_uring_submit made no progress after %d attempts", attempts),
+					 errhint("SET gateann.io_method = 'pread' reads without io_uring.")));
+		errno = -rc;
 		ereport(ERROR,
-				(errmsg("gateann: io_uring_submit failed: %s",
-						rc < 0 ? strerror(-rc) : "no progress")));
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("gateann: io_uring_submit failed: %m"),
+				 errhint("SET gateann.io_method = 'pread' reads without io_uring.")));
 	}
 }
 
@@ -387,9 +394,13 @@ ring_wait(instr_time *wait_time)
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_ACCUM_DIFF(*wait_time, end, start);
 	if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN)
+	{
+		errno = -rc;
 		ereport(ERROR,
-				(errmsg("gateann: waiting for io_uring completions failed: %s",
-						strerror(-rc))));
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("gateann: waiting for io_uring completions failed: %m"),
+				 errhint("SET gateann.io_method = 'pread' reads without io_uring.")));
+	}
 }
 
 /* ---------------------------------------------------------------- files */
@@ -696,7 +707,8 @@ gateann_io_open(Relation index, int max_blocks, bool buffer_only)
 		if (open_segment(io, 0, &err) < 0)
 		{
 			io->method = GATEANN_IO_BUFFER;
-			why = psprintf("could not open file \"%s\": %s", io->path, strerror(err));
+			errno = err;
+			why = psprintf("could not open file \"%s\": %m", io->path);
 		}
 		else if (wanted == GATEANN_IO_PREAD)
 			io->method = GATEANN_IO_PREAD;
@@ -709,7 +721,8 @@ gateann_io_open(Relation index, int max_blocks, bool buffer_only)
 		else if (!ring_available())
 		{
 			io->method = GATEANN_IO_PREAD;
-			why = psprintf("io_uring_queue_init failed: %s", strerror(ring_errno));
+			errno = ring_errno;
+			why = psprintf("io_uring_queue_init failed: %m");
 		}
 		else
 			io->method = GATEANN_IO_URING;
