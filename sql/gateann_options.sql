@@ -14,6 +14,7 @@ CREATE INDEX ON opt USING gateann (v) WITH (alpha = 0.5);
 CREATE INDEX ON opt USING gateann (v) WITH (alpha = 'lots');
 CREATE INDEX ON opt USING gateann (v) WITH (pq_subspaces = -1);
 CREATE INDEX ON opt USING gateann (v) WITH (tunnel_neighbors = 0);
+CREATE INDEX ON opt USING gateann (v) WITH (tunnel_neighbors = 1);
 CREATE INDEX ON opt USING gateann (v) WITH (no_such_option = 1);
 -- combinations checked at build time
 CREATE INDEX ON opt USING gateann (v) WITH (max_neighbors = 32, build_search_list_size = 16);

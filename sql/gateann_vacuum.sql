@@ -148,4 +148,13 @@ SELECT unreachable_nodes FROM gateann_index_info('vtn_idx');
 SELECT * FROM gateann_verify('vtn_idx');
 SELECT lost('vtn', 1, 1500);
 
+-- a build with a short prefix leaves every node reachable over it: linking an
+-- unreached node pushes another entry out of a full prefix, so the build walks
+-- again until nothing is left behind
+CREATE INDEX vtn2_idx ON vtn USING gateann (v) WITH (max_neighbors = 16, tunnel_neighbors = 2);
+SELECT gateann_prewarm('vtn2_idx') > 0 AS loaded;
+SELECT unreachable_nodes FROM gateann_index_info('vtn2_idx');
+SELECT count(*) AS problems FROM gateann_verify('vtn2_idx');
+DROP INDEX vtn2_idx;
+
 DROP TABLE vac, vwide, vunl, vtn;

@@ -75,9 +75,13 @@ _PG_init(void)
 					  "Bytes per PQ code (0 = automatic: about dims/4, at most 96)",
 					  0, 0, 1024,
 					  AccessExclusiveLock);
+	/*
+	 * At least 2: with one neighbor per node, the rows tunneling follows form
+	 * chains, and no set of entry points reaches every node over them.
+	 */
 	add_int_reloption(gateann_relopt_kind, "tunnel_neighbors",
 					  "Neighbors per node kept in the in-memory neighbor store (R_max)",
-					  GATEANN_DEFAULT_TUNNEL_NEIGHBORS, 1, GATEANN_MAX_NEIGHBORS_LIMIT,
+					  GATEANN_DEFAULT_TUNNEL_NEIGHBORS, 2, GATEANN_MAX_NEIGHBORS_LIMIT,
 					  ShareUpdateExclusiveLock);
 	add_bool_reloption(gateann_relopt_kind, "locality_order",
 					   "Number nodes cluster by cluster at build time, so that searches read the in-memory stores with locality",

@@ -633,46 +633,109 @@ prefix_neighbors(void *arg, uint32 id, uint32 *out, int max)
 }
 
 /*
- * Put `to` into from's list at a position tunneling follows (within the
- * first r_max), pushing the rest back; a full list loses its last entry.
+ * Can from's prefix take one more entry without stranding anyone: it has
+ * room, or one of its entries has another in-edge within prefixes.
  */
-static void
-link_into_prefix(GateannGraph *g, uint32 from, uint32 to, int r_max)
+static bool
+prefix_has_spare(const GateannGraph *g, uint32 from, int r_max, const uint32 *indeg)
 {
-	uint32	   *nbrs = neighbors_of(g, from);
-	int			deg = g->degree[from];
-	int			pos = Min(deg, r_max - 1);
+	const uint32 *nbrs = neighbors_of(g, from);
+	int			d = Min((int) g->degree[from], r_max);
 	int			i;
 
-	for (i = 0; i < deg; i++)
-		if (nbrs[i] == to)
-			return;
-	if (deg < g->R)
-		g->degree[from] = (uint16) ++deg;
-	memmove(&nbrs[pos + 1], &nbrs[pos], sizeof(uint32) * (deg - 1 - pos));
-	nbrs[pos] = to;
+	if (d < r_max)
+		return true;
+	for (i = 0; i < d; i++)
+		if (nbrs[i] < g->n && indeg[nbrs[i]] >= 2)
+			return true;
+	return false;
 }
+
+/* Put `to` within the first r_max of from's list: gateann_prefix_link */
+static void
+link_into_prefix(GateannGraph *g, uint32 from, uint32 to, int r_max, uint32 *indeg)
+{
+	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
+	int			n = gateann_prefix_link(neighbors_of(g, from), g->degree[from], g->R, to,
+										r_max, indeg, g->n, out);
+
+	if (n < 0)
+		return;
+	memcpy(neighbors_of(g, from), out, sizeof(uint32) * n);
+	g->degree[from] = (uint16) n;
+}
+
+/*
+ * Link every node the entry points do not reach over the first r_max
+ * neighbors of each list (what tunneling follows) from reached nodes near
+ * it.  A new in-edge pushes another entry out of a full prefix, which may
+ * have been some node's only way in: walk again after a pass that linked,
+ * a few times at most.  Returns how many links were made.
+ */
+#define CONNECT_PASSES 8
+
+static uint32 connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max,
+						   PrefixWalk *walk, uint8 *reached, uint32 *queue, uint32 *row,
+						   uint32 *indeg);
 
 uint32
 gateann_graph_connect(GateannGraph *g, GateannGraphScratch *s, int L, int r_max)
 {
-	uint8	   *reached = palloc_extended(((Size) g->n + 7) / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
+	uint8	   *reached = palloc_extended(((Size) g->n + 7) / 8, MCXT_ALLOC_HUGE);
 	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) Max(g->n, 1), MCXT_ALLOC_HUGE);
+	uint32	   *indeg = palloc_extended(sizeof(uint32) * (Size) Max(g->n, 1), MCXT_ALLOC_HUGE);
 	uint32	   *row = palloc(sizeof(uint32) * GATEANN_MAX_NEIGHBORS_LIMIT);
 	PrefixWalk	walk;
 	uint32		linked = 0;
-	uint32		u;
-	int			e;
+	int			pass;
 
 	r_max = Max(1, Min(r_max, g->R));
 	walk.g = g;
 	walk.r_max = r_max;
+	for (pass = 0; pass < CONNECT_PASSES; pass++)
+	{
+		uint32		n;
+		uint32		u;
+
+		memset(indeg, 0, sizeof(uint32) * (Size) g->n);
+		for (u = 0; u < g->n; u++)
+		{
+			const uint32 *nbrs = neighbors_of(g, u);
+			int			d = Min((int) g->degree[u], r_max);
+			int			i;
+
+			for (i = 0; i < d; i++)
+				if (nbrs[i] < g->n)
+					indeg[nbrs[i]]++;
+		}
+		n = connect_pass(g, s, L, r_max, &walk, reached, queue, row, indeg);
+		linked += n;
+		if (n == 0)
+			break;
+	}
+	pfree(reached);
+	pfree(queue);
+	pfree(indeg);
+	pfree(row);
+	return linked;
+}
+
+static uint32
+connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWalk *walk,
+			 uint8 *reached, uint32 *queue, uint32 *row, uint32 *indeg)
+{
+	uint32		linked = 0;
+	uint32		u;
+	int			e;
+
+	memset(reached, 0, ((Size) g->n + 7) / 8);
 	for (e = 0; e < g->nentries; e++)
-		gateann_reach(g->n, g->entries[e], prefix_neighbors, &walk, r_max, reached, queue, row);
+		gateann_reach(g->n, g->entries[e], prefix_neighbors, walk, r_max, reached, queue, row);
 	for (u = 0; u < g->n; u++)
 	{
 		int			nexp,
 					i,
+					rule,
 					links = 0;
 
 		if ((u & 1023) == 0)
@@ -683,40 +746,36 @@ gateann_graph_connect(GateannGraph *g, GateannGraphScratch *s, int L, int r_max)
 		/*
 		 * In-edges from the two nearest reached nodes a search for u
 		 * expands (one alone is easily pruned away by a later insert),
-		 * preferring lists with room.
+		 * preferring lists with room, then prefixes whose entry leaving
+		 * them keeps another way in (else linked nodes keep pushing each
+		 * other out, pass after pass).
 		 */
 		nexp = greedy_search(g, s, u, NULL, L);
 		qsort(s->expanded, nexp, sizeof(Candidate), cmp_candidate);
-		for (i = 0; i < nexp && links < 2; i++)
-		{
-			uint32		r = s->expanded[i].id;
-
-			if (!(reached[r >> 3] & (1 << (r & 7))) || g->degree[r] >= g->R)
-				continue;
-			link_into_prefix(g, r, u, r_max);
-			links++;
-		}
-		for (i = 0; i < nexp && links == 0; i++)
-		{
-			uint32		r = s->expanded[i].id;
-
-			if (reached[r >> 3] & (1 << (r & 7)))
+		for (rule = 0; rule < 3 && links == 0; rule++)
+			for (i = 0; i < nexp && links < 2; i++)
 			{
-				link_into_prefix(g, r, u, r_max);
+				uint32		r = s->expanded[i].id;
+
+				if (!(reached[r >> 3] & (1 << (r & 7))))
+					continue;
+				if (rule == 0 && (g->degree[r] >= g->R || !prefix_has_spare(g, r, r_max, indeg)))
+					continue;
+				if (rule == 1 && !prefix_has_spare(g, r, r_max, indeg))
+					continue;
+				link_into_prefix(g, r, u, r_max, indeg);
 				links++;
+				if (rule == 2)
+					break;
 			}
-		}
 		if (links == 0)
 		{
 			/* nothing reached came up: from the medoid */
-			link_into_prefix(g, g->medoid, u, r_max);
+			link_into_prefix(g, g->medoid, u, r_max, indeg);
 		}
 		linked++;
-		gateann_reach(g->n, u, prefix_neighbors, &walk, r_max, reached, queue, row);
+		gateann_reach(g->n, u, prefix_neighbors, walk, r_max, reached, queue, row);
 	}
-	pfree(reached);
-	pfree(queue);
-	pfree(row);
 	return linked;
 }
 

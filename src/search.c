@@ -36,3 +36,47 @@ gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn neighbors, void
 	}
 	return marked;
 }
+
+int
+gateann_prefix_link(const uint32_t *list, int n, int max_n, uint32_t to, int prefix_len,
+					uint32_t *indeg, uint32_t indeg_len, uint32_t *out)
+{
+	int			at,
+				victim = -1,
+				k = 0,
+				j;
+
+	if (prefix_len < 1)
+		prefix_len = 1;
+	for (at = 0; at < n && list[at] != to; at++)
+		;
+	if (at < n && at < prefix_len)
+		return -1;				/* in the prefix already */
+	if (n >= prefix_len)
+	{
+		/* the prefix is full: choose who leaves it (ties: the later one) */
+		victim = prefix_len - 1;
+		if (indeg != NULL)
+			for (j = prefix_len - 1; j >= 0; j--)
+				if (list[j] < indeg_len && list[victim] < indeg_len &&
+					indeg[list[j]] > indeg[list[victim]])
+					victim = j;
+	}
+	for (j = 0; j < n && j < prefix_len; j++)
+		if (j != victim)
+			out[k++] = list[j];
+	out[k++] = to;
+	if (victim >= 0)
+		out[k++] = list[victim];
+	for (j = prefix_len; j < n; j++)
+		if (list[j] != to)
+			out[k++] = list[j];
+	if (indeg != NULL)
+	{
+		if (to < indeg_len)
+			indeg[to]++;
+		if (victim >= 0 && list[victim] < indeg_len && indeg[list[victim]] > 0)
+			indeg[list[victim]]--;
+	}
+	return k < max_n ? k : max_n;
+}

@@ -32,6 +32,21 @@ extern uint32_t gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn
 							  void *arg, int max_degree, uint8_t *reached, uint32_t *queue,
 							  uint32_t *row);
 
+/*
+ * Put `to` among the first prefix_len entries of list[0..n) (the part of a
+ * neighbor list that tunneling follows) and write the new list to out (room
+ * for max_n + 1 ids); returns its length, at most max_n.  An entry already
+ * in the prefix: nothing changes (returns -1, out untouched).  An entry past
+ * the prefix is moved in.  If the prefix is full, one of its entries leaves
+ * it for the place just behind it: the one with the most in-edges within
+ * prefixes (indeg[id], ids below indeg_len; indeg may be NULL: the last
+ * one), so that the node it points to most likely stays reachable; indeg is
+ * updated.  A full list loses its last entry.
+ */
+extern int	gateann_prefix_link(const uint32_t *list, int n, int max_n, uint32_t to,
+								int prefix_len, uint32_t *indeg, uint32_t indeg_len,
+								uint32_t *out);
+
 static inline int
 gateann_reached(const uint8_t *reached, uint32_t id)
 {

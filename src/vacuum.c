@@ -849,64 +849,27 @@ near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 }
 
 /*
- * Add the edge from -> to, within the first R_max of from's list (the
- * neighbor store's row, all a tunneling search follows).  When that prefix
- * is full, one of its entries leaves it (to just past it): the one with the
- * most other in-edges within prefixes, so that the node it points to most
- * likely stays reachable (the last one when the counts are not known).  An
- * edge already there but past the prefix is moved in.  A full list loses its
- * last neighbor.
+ * Add the edge from -> to, within the first tunnel_neighbors of from's list
+ * (the neighbor store's row, all a tunneling search follows); who leaves a
+ * full prefix: gateann_prefix_link.
  */
 static void
 add_link(Consolidation *c, uint32 from, uint32 to)
 {
 	const GateannMetaPageData *meta = &c->meta;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
-	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 2];
+	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
 	GateannRecordEdit ed;
 	GateannNodeHeader hdr;
-	int			n,
-				i,
-				j,
-				k,
-				pos,
-				victim = -1;
+	int			n;
 
 	gateann_record_lock(c->index, meta, from, &ed);
 	n = gateann_record_get_list(meta, &ed, &hdr, list);
-	for (i = 0; i < n && list[i] != to; i++)
-		;
-	pos = Min(n, Max(c->store->tunnel_neighbors, 1) - 1);
-	if (!(hdr.flags & GATEANN_NODE_FREE) && i > pos)
+	if (!(hdr.flags & GATEANN_NODE_FREE) &&
+		(n = gateann_prefix_link(list, n, meta->max_neighbors, to,
+								 Max(c->store->tunnel_neighbors, 1),
+								 c->prefix_indeg, c->prefix_indeg ? c->map_nodes : 0, out)) >= 0)
 	{
-		if (n > pos)
-		{
-			/* the prefix list[0..pos] is full: choose who leaves it */
-			victim = pos;
-			if (c->prefix_indeg != NULL)
-				for (j = pos; j >= 0; j--)
-					if (list[j] < c->map_nodes && list[victim] < c->map_nodes &&
-						c->prefix_indeg[list[j]] > c->prefix_indeg[list[victim]])
-						victim = j;
-		}
-		k = 0;
-		for (j = 0; j <= pos && j < n; j++)
-			if (j != victim)
-				out[k++] = list[j];
-		out[k++] = to;
-		if (victim >= 0)
-			out[k++] = list[victim];
-		for (j = pos + 1; j < n; j++)
-			if (list[j] != to)
-				out[k++] = list[j];
-		n = Min(k, meta->max_neighbors);
-		if (c->prefix_indeg != NULL)
-		{
-			if (to < c->map_nodes)
-				c->prefix_indeg[to]++;
-			if (victim >= 0 && list[victim] < c->map_nodes && c->prefix_indeg[list[victim]] > 0)
-				c->prefix_indeg[list[victim]]--;
-		}
 		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
 		gateann_record_put_list(meta, &ed, hdr.flags, out, n);
 		gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
@@ -950,6 +913,27 @@ count_prefix_indeg(Consolidation *c, uint32 *row)
 
 static bool relink_pass(Consolidation *c, Reach *r, uint64 since, float *table, int L,
 						uint32 *near);
+
+/*
+ * Can a node's prefix (its neighbor-store row) take one more entry without
+ * stranding anyone: it has room, or an entry with another in-edge within
+ * prefixes.  row: room for tunnel_neighbors ids.
+ */
+static bool
+prefix_has_spare(Consolidation *c, uint32 id, uint32 *row)
+{
+	int			n = gateann_store_row_neighbors(c->store, id, row, c->store->tunnel_neighbors);
+	int			i;
+
+	if (n < 0)
+		return false;
+	if (n < c->store->tunnel_neighbors)
+		return true;
+	for (i = 0; i < n; i++)
+		if (row[i] < c->map_nodes && c->prefix_indeg[row[i]] >= 2)
+			return true;
+	return false;
+}
 
 static void
 relink_unreachable(Consolidation *c, uint64 since)
@@ -1004,6 +988,7 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 	{
 		int			n,
 					i,
+					rule,
 					links;
 		GateannNodeHeader hdr;
 
@@ -1030,19 +1015,25 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 		/*
 		 * Two in-edges from the nearest reached nodes with room in their
 		 * lists (one in-edge alone is easily pruned away by a later
-		 * insert); if none has room, in place of the nearest one's last
-		 * neighbor.
+		 * insert) and a prefix whose entry leaving it keeps another way
+		 * in; failing that, any with such a prefix; failing that, in place
+		 * of the nearest one's last prefix entry.
 		 */
 		links = 0;
-		for (i = 0; i < n && links < 2; i++)
-		{
-			gateann_read_header(c->index, meta, near[i], &hdr);
-			if (hdr.nneighbors < meta->max_neighbors)
+		for (rule = 0; rule < 2 && links == 0; rule++)
+			for (i = 0; i < n && links < 2; i++)
 			{
+				if (!prefix_has_spare(c, near[i], r.row))
+					continue;
+				if (rule == 0)
+				{
+					gateann_read_header(c->index, meta, near[i], &hdr);
+					if (hdr.nneighbors >= meta->max_neighbors)
+						continue;
+				}
 				add_link(c, near[i], id);
 				links++;
 			}
-		}
 		if (links == 0)
 			add_link(c, near[0], id);
 		c->relinked++;

@@ -81,5 +81,6 @@ extern void run_pq_tests(void);
 extern void run_order_tests(void);
 extern void run_repair_tests(void);
 extern void run_topk_tests(void);
+extern void run_search_tests(void);
 
 #endif

@@ -27,6 +27,7 @@ main(void)
 	run_order_tests();
 	run_repair_tests();
 	run_topk_tests();
+	run_search_tests();
 	printf("%d passed, %d failed\n", tests_passed, tests_failed);
 	return tests_failed == 0 ? 0 : 1;
 }
