@@ -92,7 +92,7 @@ gateann_read_meta(Relation index, GateannMetaPageData *meta)
 	char	   *problem;
 
 	gateann_read_meta_unchecked(index, meta);
-	problem = gateann_meta_problem(meta, RelationGetNumberOfBlocks(index));
+	problem = gateann_meta_problem(meta, index);
 	if (problem != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
@@ -109,8 +109,11 @@ region_ok(BlockNumber start, BlockNumber pages, BlockNumber nblocks)
 }
 
 char *
-gateann_meta_problem(const GateannMetaPageData *m, BlockNumber nblocks)
+gateann_meta_problem(const GateannMetaPageData *m, Relation index)
 {
+	BlockNumber nblocks = RelationGetNumberOfBlocks(index);
+	TupleDesc	desc = RelationGetDescr(index);
+	int			nkeys = IndexRelationGetNumberOfKeyAttributes(index);
 	GateannMetaPageData layout;
 	uint32		i;
 	int			c;
@@ -141,10 +144,17 @@ gateann_meta_problem(const GateannMetaPageData *m, BlockNumber nblocks)
 		return psprintf("gives %d PQ subspaces for %d dimensions", m->pq_subspaces, m->dims);
 	if (m->nfilter < 0 || m->nfilter > GATEANN_MAX_FILTER_COLS)
 		return psprintf("gives %d filter columns", m->nfilter);
+	if (m->nfilter != nkeys - 1)
+		return psprintf("gives %d filter columns for an index of %d", m->nfilter, nkeys - 1);
 	for (c = 0; c < m->nfilter; c++)
 	{
 		const GateannFilterColumn *f = &m->filter[c];
+		Form_pg_attribute att = TupleDescAttr(desc, c + 1);
 
+		/* the type decides how a copy is read: it must be the column's */
+		if (f->typid != att->atttypid || f->typlen != att->attlen ||
+			f->typbyval != att->attbyval || f->typalign != att->attalign)
+			return psprintf("gives filter column %d a type other than its own", c + 2);
 		if ((uint32) f->offset + f->width > m->filter_size ||
 			(uint64) f->dict_offset + f->dict_bytes > m->dict_bytes)
 			return psprintf("places filter column %d outside its area", c + 2);

@@ -41,12 +41,13 @@ extern void gateann_read_meta(Relation index, GateannMetaPageData *meta);
 extern void gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta);
 
 /*
- * What is wrong with a metapage of an index of nblocks blocks (a palloc'd
+ * What is wrong with the metapage of the index (a palloc'd
  * phrase completing "the metapage ..."), or NULL: values out of range,
  * entry points beyond the nodes, a record layout that does not follow from
- * dims, R, M and the filter columns, regions beyond the end of the index.
+ * dims, R, M and the filter columns, filter column types other than the
+ * index's, regions beyond the end of the index.
  */
-extern char *gateann_meta_problem(const GateannMetaPageData *meta, BlockNumber nblocks);
+extern char *gateann_meta_problem(const GateannMetaPageData *meta, Relation index);
 
 /* Fill in meta's record layout for its dims, R, M and filter columns. */
 extern void gateann_layout_records(GateannMetaPageData *meta);

@@ -314,7 +314,6 @@ gateann_verify(PG_FUNCTION_ARGS)
 	Relation	index;
 	GateannMetaPageData meta;
 	VerifyState vs;
-	BlockNumber nblocks;
 	GateannStore *store = NULL;
 	bool		shared;
 	Size		bytes;
@@ -338,9 +337,8 @@ gateann_verify(PG_FUNCTION_ARGS)
 	lockmode = RecoveryInProgress() ? AccessShareLock : ShareLock;
 	index = gateann_open_index(PG_GETARG_OID(0), lockmode, GATEANN_ACCESS_CHECK);
 	gateann_read_meta_unchecked(index, &meta);	/* errors out on a non-gateann page */
-	nblocks = RelationGetNumberOfBlocks(index);
 	{
-		char	   *mp = gateann_meta_problem(&meta, nblocks);
+		char	   *mp = gateann_meta_problem(&meta, index);
 
 		if (mp != NULL)
 			problem(&vs, "metapage %s", mp);

@@ -81,5 +81,34 @@ is($node->safe_psql('postgres', q{SET enable_seqscan = off;
 SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 1}), '7',
 	'REINDEX repairs it');
 
+# The type of a filter column as the metapage records it decides how its
+# copies are read: one changed to 0 (the damage the fuzz harness found gave
+# "cache lookup failed for type 0") is refused as damage like any other.
+$node->safe_psql('postgres', q{
+CREATE TABLE tf (id int, v real[], a int);
+INSERT INTO tf SELECT id, v, id % 10 FROM t;
+CREATE INDEX tf_idx ON tf USING gateann (v, a);
+});
+$path = $node->data_dir . '/' .
+  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('tf_idx')});
+$node->stop;
+open($fh, '+<', $path) or die "open $path: $!";
+binmode $fh;
+read($fh, $page, 8192);
+# int4's OID (23) followed by its typlen (4): the first filter column's entry
+my $at = index($page, pack('V s', 23, 4), 24);
+cmp_ok($at, '>', 24, 'found the filter column type in the metapage');
+seek($fh, $at, 0);
+print $fh pack('V', 0);
+close $fh;
+$node->start;
+($ret, $out, $err) = $node->psql('postgres',
+	q{SET enable_seqscan = off; SELECT id FROM tf WHERE a = 3 ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 3},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a type other than its own/,
+	'a filter column type that is not the column\'s is damage');
+like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('tf_idx') p}),
+	qr/filter column 2 a type other than its own/, 'gateann_verify reports it');
+
 $node->stop;
 done_testing();
