@@ -651,6 +651,30 @@ prefix_has_spare(const GateannGraph *g, uint32 from, int r_max, const uint32 *in
 	return false;
 }
 
+/*
+ * A reached node whose prefix can take one more entry (prefix_has_spare),
+ * looking from *cursor on (where the last look ended: nodes before it had
+ * none then, and are unlikely to have one now); InvalidNodeId if none.
+ */
+static uint32
+find_spare(const GateannGraph *g, const uint8 *reached, int r_max, const uint32 *indeg,
+		   uint32 *cursor)
+{
+	uint32		k;
+
+	for (k = 0; k < g->n; k++)
+	{
+		uint32		r = (*cursor + k) % g->n;
+
+		if ((reached[r >> 3] & (1 << (r & 7))) && prefix_has_spare(g, r, r_max, indeg))
+		{
+			*cursor = r;
+			return r;
+		}
+	}
+	return InvalidNodeId;
+}
+
 /* Put `to` within the first r_max of from's list: gateann_prefix_link */
 static void
 link_into_prefix(GateannGraph *g, uint32 from, uint32 to, int r_max, uint32 *indeg)
@@ -725,6 +749,7 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 			 uint8 *reached, uint32 *queue, uint32 *row, uint32 *indeg)
 {
 	uint32		linked = 0;
+	uint32		cursor = 0;
 	uint32		u;
 	int			e;
 
@@ -745,33 +770,44 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 
 		/*
 		 * In-edges from the two nearest reached nodes a search for u
-		 * expands (one alone is easily pruned away by a later insert),
-		 * preferring lists with room, then prefixes whose entry leaving
-		 * them keeps another way in (else linked nodes keep pushing each
-		 * other out, pass after pass).
+		 * expands (one alone is easily pruned away by a later insert) whose
+		 * prefix entry pushed out keeps another way in (else linked nodes
+		 * push each other out, pass after pass), preferring lists with room.
 		 */
 		nexp = greedy_search(g, s, u, NULL, L);
 		qsort(s->expanded, nexp, sizeof(Candidate), cmp_candidate);
-		for (rule = 0; rule < 3 && links == 0; rule++)
+		for (rule = 0; rule < 2 && links == 0; rule++)
 			for (i = 0; i < nexp && links < 2; i++)
 			{
 				uint32		r = s->expanded[i].id;
 
-				if (!(reached[r >> 3] & (1 << (r & 7))))
+				if (!(reached[r >> 3] & (1 << (r & 7))) || !prefix_has_spare(g, r, r_max, indeg))
 					continue;
-				if (rule == 0 && (g->degree[r] >= g->R || !prefix_has_spare(g, r, r_max, indeg)))
-					continue;
-				if (rule == 1 && !prefix_has_spare(g, r, r_max, indeg))
+				if (rule == 0 && g->degree[r] >= g->R)
 					continue;
 				link_into_prefix(g, r, u, r_max, indeg);
 				links++;
-				if (rule == 2)
-					break;
 			}
 		if (links == 0)
 		{
-			/* nothing reached came up: from the medoid */
-			link_into_prefix(g, g->medoid, u, r_max, indeg);
+			/*
+			 * No node near u can take it without stranding another: any
+			 * reached node that can (a long edge, for tunneling only) ...
+			 */
+			uint32		r = find_spare(g, reached, r_max, indeg, &cursor);
+
+			if (r == InvalidNodeId)
+			{
+				/* ... else the nearest reached one, or the medoid */
+				r = g->medoid;
+				for (i = 0; i < nexp; i++)
+					if (reached[s->expanded[i].id >> 3] & (1 << (s->expanded[i].id & 7)))
+					{
+						r = s->expanded[i].id;
+						break;
+					}
+			}
+			link_into_prefix(g, r, u, r_max, indeg);
 		}
 		linked++;
 		gateann_reach(g->n, u, prefix_neighbors, walk, r_max, reached, queue, row);

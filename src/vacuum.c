@@ -982,6 +982,7 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 {
 	const GateannMetaPageData *meta = &c->meta;
 	Reach		r = *r_;
+	uint32		spare_cursor = 0;
 	uint32		id;
 
 	for (id = 0; id < meta->nnodes; id++)
@@ -1016,8 +1017,7 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 		 * Two in-edges from the nearest reached nodes with room in their
 		 * lists (one in-edge alone is easily pruned away by a later
 		 * insert) and a prefix whose entry leaving it keeps another way
-		 * in; failing that, any with such a prefix; failing that, in place
-		 * of the nearest one's last prefix entry.
+		 * in; failing that, near ones with such a prefix.
 		 */
 		links = 0;
 		for (rule = 0; rule < 2 && links == 0; rule++)
@@ -1035,7 +1035,29 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 				links++;
 			}
 		if (links == 0)
-			add_link(c, near[0], id);
+		{
+			/*
+			 * No node near it can take it without stranding another: any
+			 * reached node that can (a long edge, for tunneling only), else
+			 * the nearest.
+			 */
+			uint32		from = near[0];
+			uint32		k;
+
+			for (k = 0; k < meta->nnodes; k++)
+			{
+				uint32		cand = (spare_cursor + k) % meta->nnodes;
+
+				if (MAP_TEST(r.reached, cand) && gateann_store_has(c->store, cand) &&
+					!gateann_store_is_deleted(c->store, cand) &&
+					prefix_has_spare(c, cand, r.row))
+				{
+					from = spare_cursor = cand;
+					break;
+				}
+			}
+			add_link(c, from, id);
+		}
 		c->relinked++;
 		walk_from(c, &r, id);
 	}
