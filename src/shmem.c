@@ -199,25 +199,12 @@ release_own_loads(int code, Datum arg)
 	ConditionVariableBroadcast(&registry->cv);
 }
 
-/* Forget the stores of every index of table heapoid (TRUNCATE) */
+/*
+ * Remove the ready entries of database dboid that belong to index indexoid
+ * and to table heapoid (either InvalidOid: any).
+ */
 static void
-forget_table(Oid dboid, Oid heapoid)
-{
-	int			i;
-
-	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
-	for (i = 0; i < REGISTRY_ENTRIES; i++)
-	{
-		RegistryEntry *e = &registry->entries[i];
-
-		if (e->state == ENTRY_READY && e->key.dboid == dboid && e->key.heapoid == heapoid)
-			entry_remove(e);
-	}
-	LWLockRelease(registry->lock);
-}
-
-void
-gateann_shmem_forget(Oid dboid, Oid indexoid)
+forget_entries(Oid dboid, Oid indexoid, Oid heapoid)
 {
 	int			i;
 
@@ -229,10 +216,17 @@ gateann_shmem_forget(Oid dboid, Oid indexoid)
 		RegistryEntry *e = &registry->entries[i];
 
 		if (e->state == ENTRY_READY && e->key.dboid == dboid &&
-			(!OidIsValid(indexoid) || e->key.indexoid == indexoid))
+			(!OidIsValid(indexoid) || e->key.indexoid == indexoid) &&
+			(!OidIsValid(heapoid) || e->key.heapoid == heapoid))
 			entry_remove(e);
 	}
 	LWLockRelease(registry->lock);
+}
+
+void
+gateann_shmem_forget(Oid dboid, Oid indexoid)
+{
+	forget_entries(dboid, indexoid, InvalidOid);
 }
 
 uint64
@@ -320,7 +314,7 @@ registry_object_access(ObjectAccessType access, Oid classId, Oid objectId,
 	if (access == OAT_TRUNCATE && classId == RelationRelationId && registry != NULL)
 	{
 		/* its indexes get new files: their stores will never be used again */
-		forget_table(MyDatabaseId, objectId);
+		forget_entries(MyDatabaseId, InvalidOid, objectId);
 		return;
 	}
 	if (access != OAT_DROP)
