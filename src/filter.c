@@ -361,8 +361,8 @@ gateann_filter_store_width(const GateannFilterColumn *col)
 }
 
 /* Scalar columns get a dictionary; arrays of a hashable element, Bloom bits. */
-static uint8
-column_kind(Oid typid)
+uint8
+gateann_filter_column_kind(Oid typid)
 {
 	Oid			elem = get_element_type(typid);
 
@@ -507,7 +507,7 @@ gateann_filter_build_dictionaries(Relation index, GateannMetaPageData *meta,
 		MemoryContext tmpcxt,
 					oldcxt;
 
-		col->kind = column_kind(col->typid);
+		col->kind = gateann_filter_column_kind(col->typid);
 		col->dict_offset = buf.len;
 		col->nbounds = 0;
 		col->dict_exact = false;
@@ -593,7 +593,7 @@ gateann_filter_dictionaries_max_bytes(const GateannMetaPageData *meta)
 	{
 		const GateannFilterColumn *col = &meta->filter[c];
 
-		if (column_kind(col->typid) != GATEANN_FILTER_KIND_SCALAR)
+		if (gateann_filter_column_kind(col->typid) != GATEANN_FILTER_KIND_SCALAR)
 			continue;
 		/* an entry is at most what the column's record slot holds (value_bytes) */
 		total += (Size) GATEANN_FILTER_BUCKETS *

@@ -36,6 +36,9 @@ typedef struct GateannFilterArena
 } GateannFilterArena;
 
 extern GateannFilterLayout *gateann_filter_layout_create(Relation index);
+
+/* How a column of this type is kept in the filter store (GATEANN_FILTER_KIND_*) */
+extern uint8 gateann_filter_column_kind(Oid typid);
 extern void gateann_filter_arena_init(GateannFilterArena *arena,
 									  const GateannFilterLayout *layout);
 extern void gateann_filter_arena_add(GateannFilterArena *arena,

@@ -3,6 +3,7 @@
  */
 #include "postgres.h"
 
+#include "filter.h"
 #include "page.h"
 #include "pq.h"
 
@@ -155,6 +156,9 @@ gateann_meta_problem(const GateannMetaPageData *m, Relation index)
 		if (f->typid != att->atttypid || f->typlen != att->attlen ||
 			f->typbyval != att->attbyval || f->typalign != att->attalign)
 			return psprintf("gives filter column %d a type other than its own", c + 2);
+		/* ... and how the filter store keeps it (a dictionary or Bloom bits) */
+		if (f->kind != gateann_filter_column_kind(att->atttypid))
+			return psprintf("gives filter column %d a kind other than its type's", c + 2);
 		if ((uint32) f->offset + f->width > m->filter_size ||
 			(uint64) f->dict_offset + f->dict_bytes > m->dict_bytes)
 			return psprintf("places filter column %d outside its area", c + 2);

@@ -110,5 +110,28 @@ like($err, qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filte
 like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('tf_idx') p}),
 	qr/filter column 2 a type other than its own/, 'gateann_verify reports it');
 
+# The same for how the filter store keeps the column: an int4 column said
+# to hold Bloom bits (an array's) is damage, not an element type of 0.
+$node->safe_psql('postgres', q{REINDEX INDEX tf_idx});
+$path = $node->data_dir . '/' .
+  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('tf_idx')});
+$node->stop;
+open($fh, '+<', $path) or die "open $path: $!";
+binmode $fh;
+read($fh, $page, 8192);
+# typid (4), typlen (2), typbyval, typalign, offset (2), width (2), then kind
+$at = index($page, pack('V s', 23, 4), 24);
+cmp_ok($at, '>', 24, 'found the filter column in the metapage');
+is(unpack('C', substr($page, $at + 12, 1)), 1, 'its kind is scalar');
+seek($fh, $at + 12, 0);
+print $fh pack('C', 2);
+close $fh;
+$node->start;
+($ret, $out, $err) = $node->psql('postgres',
+	q{SET enable_seqscan = off; SELECT id FROM tf WHERE a = 3 ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 3},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a kind other than its type's/,
+	'a filter column kind other than its type\'s is damage');
+
 $node->stop;
 done_testing();
