@@ -701,6 +701,8 @@ link_into_prefix(GateannGraph *g, uint32 from, uint32 to, int r_max, uint32 *ind
 static uint32 connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max,
 						   PrefixWalk *walk, uint8 *reached, uint32 *queue, uint32 *row,
 						   uint32 *indeg);
+static uint32 connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max,
+							  PrefixWalk *walk, uint8 *reached, uint32 *queue, uint32 *row);
 
 uint32
 gateann_graph_connect(GateannGraph *g, GateannGraphScratch *s, int L, int r_max)
@@ -719,24 +721,15 @@ gateann_graph_connect(GateannGraph *g, GateannGraphScratch *s, int L, int r_max)
 	for (pass = 0; pass < CONNECT_PASSES; pass++)
 	{
 		uint32		n;
-		uint32		u;
 
-		memset(indeg, 0, sizeof(uint32) * (Size) g->n);
-		for (u = 0; u < g->n; u++)
-		{
-			const uint32 *nbrs = neighbors_of(g, u);
-			int			d = Min((int) g->degree[u], r_max);
-			int			i;
-
-			for (i = 0; i < d; i++)
-				if (nbrs[i] < g->n)
-					indeg[nbrs[i]]++;
-		}
 		n = connect_pass(g, s, L, r_max, &walk, reached, queue, row, indeg);
 		linked += n;
 		if (n == 0)
 			break;
 	}
+	/* a few nodes still push each other out: link them one by one, checked */
+	if (pass == CONNECT_PASSES)
+		linked += connect_checked(g, s, L, r_max, &walk, reached, queue, row);
 	pfree(reached);
 	pfree(queue);
 	pfree(indeg);
@@ -756,6 +749,20 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 	memset(reached, 0, ((Size) g->n + 7) / 8);
 	for (e = 0; e < g->nentries; e++)
 		gateann_reach(g->n, g->entries[e], prefix_neighbors, walk, r_max, reached, queue, row);
+	/* in-edges within prefixes of reached nodes (one from elsewhere is no way in) */
+	memset(indeg, 0, sizeof(uint32) * (Size) g->n);
+	for (u = 0; u < g->n; u++)
+	{
+		const uint32 *nbrs = neighbors_of(g, u);
+		int			d = Min((int) g->degree[u], r_max);
+		int			i;
+
+		if (!(reached[u >> 3] & (1 << (u & 7))))
+			continue;
+		for (i = 0; i < d; i++)
+			if (nbrs[i] < g->n)
+				indeg[nbrs[i]]++;
+	}
 	for (u = 0; u < g->n; u++)
 	{
 		int			nexp,
@@ -812,6 +819,75 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 		linked++;
 		gateann_reach(g->n, u, prefix_neighbors, walk, r_max, reached, queue, row);
 	}
+	return linked;
+}
+
+/* Mark what the entry points reach over the prefixes; returns how many nodes */
+static uint32
+walk_from_entries(GateannGraph *g, PrefixWalk *walk, int r_max, uint8 *reached,
+				  uint32 *queue, uint32 *row)
+{
+	uint32		n = 0;
+	int			e;
+
+	memset(reached, 0, ((Size) g->n + 7) / 8);
+	for (e = 0; e < g->nentries; e++)
+		n += gateann_reach(g->n, g->entries[e], prefix_neighbors, walk, r_max, reached, queue, row);
+	return n;
+}
+
+/*
+ * The last resort of gateann_graph_connect, for the few nodes that its
+ * passes kept linking and stranding in turn: each link is kept only if a
+ * walk from the entry points then reaches more nodes than before (else the
+ * list is restored and the next candidate tried: the nearest reached nodes,
+ * then any).  A walk per try: bounded by CHECKED_TRIES in all.
+ */
+#define CHECKED_TRIES 256
+
+static uint32
+connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWalk *walk,
+				uint8 *reached, uint32 *queue, uint32 *row)
+{
+	uint32		nreached = walk_from_entries(g, walk, r_max, reached, queue, row);
+	uint32	   *saved = palloc(sizeof(uint32) * g->R);
+	uint32		linked = 0;
+	uint32		u;
+	int			tries = 0;
+
+	for (u = 0; u < g->n && tries < CHECKED_TRIES; u++)
+	{
+		int			nexp;
+		uint32		k;
+
+		if (reached[u >> 3] & (1 << (u & 7)))
+			continue;
+		nexp = greedy_search(g, s, u, NULL, L);
+		qsort(s->expanded, nexp, sizeof(Candidate), cmp_candidate);
+		for (k = 0; k < (uint32) nexp + g->n && tries < CHECKED_TRIES; k++)
+		{
+			uint32		r = k < (uint32) nexp ? s->expanded[k].id : (u + k) % g->n;
+			int			deg = g->degree[r];
+			uint32		now;
+
+			if (!(reached[r >> 3] & (1 << (r & 7))))
+				continue;
+			memcpy(saved, neighbors_of(g, r), sizeof(uint32) * deg);
+			link_into_prefix(g, r, u, r_max, NULL);
+			tries++;
+			now = walk_from_entries(g, walk, r_max, reached, queue, row);
+			if (now > nreached)
+			{
+				nreached = now;
+				linked++;
+				break;
+			}
+			memcpy(neighbors_of(g, r), saved, sizeof(uint32) * deg);
+			g->degree[r] = (uint16) deg;
+			(void) walk_from_entries(g, walk, r_max, reached, queue, row);
+		}
+	}
+	pfree(saved);
 	return linked;
 }
 

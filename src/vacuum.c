@@ -878,9 +878,9 @@ add_link(Consolidation *c, uint32 from, uint32 to)
 	gateann_record_unlock(&ed);
 }
 
-/* In-edges of every node within the neighbor store's rows (add_link's choice) */
+/* In-edges of every node within the reached nodes' neighbor-store rows (add_link's choice) */
 static void
-count_prefix_indeg(Consolidation *c, uint32 *row)
+count_prefix_indeg(Consolidation *c, const uint8 *reached, uint32 *row)
 {
 	uint32		nnodes = Min(c->meta.nnodes, c->store->capacity);
 	uint32		id;
@@ -891,7 +891,8 @@ count_prefix_indeg(Consolidation *c, uint32 *row)
 		int			n,
 					i;
 
-		if (gateann_store_is_deleted(c->store, id))
+		/* an in-edge from a node no walk reaches is no way in */
+		if (!MAP_TEST(reached, id) || gateann_store_is_deleted(c->store, id))
 			continue;
 		n = gateann_store_row_neighbors(c->store, id, row, c->store->tunnel_neighbors);
 		for (i = 0; i < n; i++)
@@ -965,7 +966,7 @@ relink_unreachable(Consolidation *c, uint64 since)
 		if (c->prefix_indeg == NULL)
 			c->prefix_indeg = MemoryContextAllocHuge(CurrentMemoryContext,
 													 sizeof(uint32) * (Size) c->map_nodes);
-		count_prefix_indeg(c, r.row);
+		count_prefix_indeg(c, r.reached, r.row);
 		if (!relink_pass(c, &r, since, table, L, near) || c->relinked == before)
 			break;
 	}
