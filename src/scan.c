@@ -803,7 +803,7 @@ grow_list(GateannScanOpaque so)
  * Grow the list and pull back evicted candidates; false if none remain.
  * When none do, the walk has reached all it can from where it started:
  * it goes on from every entry point it has not visited (each live node is
- * reachable from one of them, see src/README), once.
+ * reachable from one of them over the tunneling prefixes, see src/README), once.
  */
 static bool
 resume_search(GateannScanOpaque so)
