@@ -70,14 +70,27 @@ fi
 if [ "$preset" = fuzz ]; then
     [ $# -eq 0 ] && set -- --seconds 1800 --seed "$(date +%s)"
     say "running the fuzz harness -> $OUT"
+    rc=0
     if [ "$(id -u)" = 0 ]; then
         chown -R postgres: "$OUT"
-        runuser -u postgres -- bash "$REPO_DIR/test/fuzz/run.sh" "$BINDIR" "$OUT" "$@"
+        runuser -u postgres -- bash "$REPO_DIR/test/fuzz/run.sh" "$BINDIR" "$OUT" "$@" || rc=$?
     else
-        bash "$REPO_DIR/test/fuzz/run.sh" "$BINDIR" "$OUT" "$@"
+        bash "$REPO_DIR/test/fuzz/run.sh" "$BINDIR" "$OUT" "$@" || rc=$?
     fi
-    say "done in $(( $(date +%s) - t0 ))s: $OUT/fuzz.log"
-    exit 0
+    {
+        echo "# gateann fuzz harness — \`$command_line\`"
+        echo
+        echo "- git: $(git -C "$REPO_DIR" rev-parse HEAD 2>/dev/null || echo unknown)"
+        echo "- server: $("$BINDIR/postgres" --version)"
+        echo "- machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores"
+        echo "- seconds: $(( $(date +%s) - t0 ))"
+        echo
+        echo '```'
+        tail -n 25 "$OUT/fuzz.log"
+        echo '```'
+    } >"$OUT/summary.md"
+    say "done in $(( $(date +%s) - t0 ))s: $OUT/summary.md"
+    exit "$rc"
 fi
 
 # 3. server
