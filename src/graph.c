@@ -703,6 +703,8 @@ static uint32 connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r
 						   uint32 *indeg);
 static uint32 connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max,
 							  PrefixWalk *walk, uint8 *reached, uint32 *queue, uint32 *row);
+static uint32 walk_from_entries(GateannGraph *g, PrefixWalk *walk, int r_max, uint8 *reached,
+								uint32 *queue, uint32 *row);
 
 uint32
 gateann_graph_connect(GateannGraph *g, GateannGraphScratch *s, int L, int r_max)
@@ -744,11 +746,8 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 	uint32		linked = 0;
 	uint32		cursor = 0;
 	uint32		u;
-	int			e;
 
-	memset(reached, 0, ((Size) g->n + 7) / 8);
-	for (e = 0; e < g->nentries; e++)
-		gateann_reach(g->n, g->entries[e], prefix_neighbors, walk, r_max, reached, queue, row);
+	(void) walk_from_entries(g, walk, r_max, reached, queue, row);
 	/* in-edges within prefixes of reached nodes (one from elsewhere is no way in) */
 	memset(indeg, 0, sizeof(uint32) * (Size) g->n);
 	for (u = 0; u < g->n; u++)
