@@ -81,6 +81,36 @@ is($node->safe_psql('postgres', q{SET enable_seqscan = off;
 SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 1}), '7',
 	'REINDEX repairs it');
 
+# Damage the metapage of tf_idx with the server down: find int4's OID (23)
+# followed by its typlen (4), the first filter column's entry, and write
+# $bytes at $delta from it.  Returns the entry's bytes before the write.
+sub damage_filter_column
+{
+	my ($delta, $bytes) = @_;
+	my $file = $node->data_dir . '/' .
+	  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('tf_idx')});
+	$node->stop;
+	open(my $f, '+<', $file) or die "open $file: $!";
+	binmode $f;
+	my $meta = '';
+	read($f, $meta, 8192);
+	my $pos = index($meta, pack('V s', 23, 4), 24);
+	die "no int4 filter column in the metapage of tf_idx" if $pos <= 24;
+	seek($f, $pos + $delta, 0);
+	print $f $bytes;
+	close $f;
+	$node->start;
+	return substr($meta, $pos, 16);
+}
+
+sub scan_error
+{
+	my ($r, $o, $e) = $node->psql('postgres',
+		q{SET enable_seqscan = off; SELECT id FROM tf WHERE a = 3 ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 3},
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	return $e;
+}
+
 # The type of a filter column as the metapage records it decides how its
 # copies are read: one changed to 0 (the damage the fuzz harness found gave
 # "cache lookup failed for type 0") is refused as damage like any other.
@@ -89,48 +119,21 @@ CREATE TABLE tf (id int, v real[], a int);
 INSERT INTO tf SELECT id, v, id % 10 FROM t;
 CREATE INDEX tf_idx ON tf USING gateann (v, a);
 });
-$path = $node->data_dir . '/' .
-  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('tf_idx')});
-$node->stop;
-open($fh, '+<', $path) or die "open $path: $!";
-binmode $fh;
-read($fh, $page, 8192);
-# int4's OID (23) followed by its typlen (4): the first filter column's entry
-my $at = index($page, pack('V s', 23, 4), 24);
-cmp_ok($at, '>', 24, 'found the filter column type in the metapage');
-seek($fh, $at, 0);
-print $fh pack('V', 0);
-close $fh;
-$node->start;
-($ret, $out, $err) = $node->psql('postgres',
-	q{SET enable_seqscan = off; SELECT id FROM tf WHERE a = 3 ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 3},
-	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($err, qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a type other than its own/,
+damage_filter_column(0, pack('V', 0));
+like(scan_error(),
+	qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a type other than its own/,
 	'a filter column type that is not the column\'s is damage');
 like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('tf_idx') p}),
 	qr/filter column 2 a type other than its own/, 'gateann_verify reports it');
 
 # The same for how the filter store keeps the column: an int4 column said
 # to hold Bloom bits (an array's) is damage, not an element type of 0.
+# After typid (4), typlen (2), typbyval, typalign, offset (2), width (2): kind.
 $node->safe_psql('postgres', q{REINDEX INDEX tf_idx});
-$path = $node->data_dir . '/' .
-  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('tf_idx')});
-$node->stop;
-open($fh, '+<', $path) or die "open $path: $!";
-binmode $fh;
-read($fh, $page, 8192);
-# typid (4), typlen (2), typbyval, typalign, offset (2), width (2), then kind
-$at = index($page, pack('V s', 23, 4), 24);
-cmp_ok($at, '>', 24, 'found the filter column in the metapage');
-is(unpack('C', substr($page, $at + 12, 1)), 1, 'its kind is scalar');
-seek($fh, $at + 12, 0);
-print $fh pack('C', 2);
-close $fh;
-$node->start;
-($ret, $out, $err) = $node->psql('postgres',
-	q{SET enable_seqscan = off; SELECT id FROM tf WHERE a = 3 ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 3},
-	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($err, qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a kind other than its type's/,
+my $entry = damage_filter_column(12, pack('C', 2));
+is(unpack('C', substr($entry, 12, 1)), 1, 'the kind was scalar');
+like(scan_error(),
+	qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a kind other than its type's/,
 	'a filter column kind other than its type\'s is damage');
 
 $node->stop;
