@@ -632,23 +632,12 @@ prefix_neighbors(void *arg, uint32 id, uint32 *out, int max)
 	return n;
 }
 
-/*
- * Can from's prefix take one more entry without stranding anyone: it has
- * room, or one of its entries has another in-edge within prefixes.
- */
+/* Can from's prefix take one more entry without stranding anyone (search.h) */
 static bool
 prefix_has_spare(const GateannGraph *g, uint32 from, int r_max, const uint32 *indeg)
 {
-	const uint32 *nbrs = neighbors_of(g, from);
-	int			d = Min((int) g->degree[from], r_max);
-	int			i;
-
-	if (d < r_max)
-		return true;
-	for (i = 0; i < d; i++)
-		if (nbrs[i] < g->n && indeg[nbrs[i]] >= 2)
-			return true;
-	return false;
+	return gateann_prefix_has_spare(neighbors_of(g, from), Min((int) g->degree[from], r_max),
+									r_max, indeg, g->n) != 0;
 }
 
 /*
@@ -850,6 +839,8 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
 {
 	uint32		nreached = walk_from_entries(g, walk, r_max, reached, queue, row);
 	uint32	   *saved = palloc(sizeof(uint32) * g->R);
+	Size		mapbytes = ((Size) g->n + 7) / 8;
+	uint8	   *saved_reached = palloc_extended(mapbytes, MCXT_ALLOC_HUGE);
 	uint32		linked = 0;
 	uint32		u;
 	int			tries = 0;
@@ -872,6 +863,7 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
 			if (!(reached[r >> 3] & (1 << (r & 7))))
 				continue;
 			memcpy(saved, neighbors_of(g, r), sizeof(uint32) * deg);
+			memcpy(saved_reached, reached, mapbytes);
 			link_into_prefix(g, r, u, r_max, NULL);
 			tries++;
 			now = walk_from_entries(g, walk, r_max, reached, queue, row);
@@ -883,10 +875,11 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
 			}
 			memcpy(neighbors_of(g, r), saved, sizeof(uint32) * deg);
 			g->degree[r] = (uint16) deg;
-			(void) walk_from_entries(g, walk, r_max, reached, queue, row);
+			memcpy(reached, saved_reached, mapbytes);
 		}
 	}
 	pfree(saved);
+	pfree(saved_reached);
 	return linked;
 }
 

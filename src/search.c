@@ -80,3 +80,17 @@ gateann_prefix_link(const uint32_t *list, int n, int max_n, uint32_t to, int pre
 	}
 	return k < max_n ? k : max_n;
 }
+
+int
+gateann_prefix_has_spare(const uint32_t *prefix, int n, int prefix_len, const uint32_t *indeg,
+						 uint32_t indeg_len)
+{
+	int			i;
+
+	if (n < prefix_len)
+		return 1;
+	for (i = 0; i < n; i++)
+		if (prefix[i] < indeg_len && indeg[prefix[i]] >= 2)
+			return 1;
+	return 0;
+}

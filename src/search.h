@@ -47,6 +47,14 @@ extern int	gateann_prefix_link(const uint32_t *list, int n, int max_n, uint32_t 
 								int prefix_len, uint32_t *indeg, uint32_t indeg_len,
 								uint32_t *out);
 
+/*
+ * Can a prefix (prefix[0..n), of at most prefix_len entries) take one more
+ * entry without stranding anyone: it has room, or one of its entries has
+ * another in-edge within prefixes (indeg[id] >= 2, ids below indeg_len).
+ */
+extern int	gateann_prefix_has_spare(const uint32_t *prefix, int n, int prefix_len,
+									 const uint32_t *indeg, uint32_t indeg_len);
+
 static inline int
 gateann_reached(const uint8_t *reached, uint32_t id)
 {

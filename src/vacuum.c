@@ -917,23 +917,15 @@ static bool relink_pass(Consolidation *c, Reach *r, uint64 since, float *table, 
 
 /*
  * Can a node's prefix (its neighbor-store row) take one more entry without
- * stranding anyone: it has room, or an entry with another in-edge within
- * prefixes.  row: room for tunnel_neighbors ids.
+ * stranding anyone (search.h)?  row: room for tunnel_neighbors ids.
  */
 static bool
 prefix_has_spare(Consolidation *c, uint32 id, uint32 *row)
 {
 	int			n = gateann_store_row_neighbors(c->store, id, row, c->store->tunnel_neighbors);
-	int			i;
 
-	if (n < 0)
-		return false;
-	if (n < c->store->tunnel_neighbors)
-		return true;
-	for (i = 0; i < n; i++)
-		if (row[i] < c->map_nodes && c->prefix_indeg[row[i]] >= 2)
-			return true;
-	return false;
+	return n >= 0 && gateann_prefix_has_spare(row, n, c->store->tunnel_neighbors,
+											  c->prefix_indeg, c->map_nodes);
 }
 
 static void

@@ -99,6 +99,23 @@ case_victim_by_indeg(void)
 		  indeg[11]);
 }
 
+/* a prefix can take an entry if it has room or an entry with another way in */
+static void
+case_prefix_has_spare(void)
+{
+	uint32_t	prefix[] = {3, 4, 5};
+	uint32_t	indeg[8] = {0, 0, 0, 1, 1, 1, 0, 0};
+
+	CHECK(gateann_prefix_has_spare(prefix, 2, 3, indeg, 8), "a prefix with room has none\n");
+	CHECK(!gateann_prefix_has_spare(prefix, 3, 3, indeg, 8),
+		  "a full prefix of single in-edges has room\n");
+	indeg[4] = 2;
+	CHECK(gateann_prefix_has_spare(prefix, 3, 3, indeg, 8),
+		  "an entry with a second in-edge is not seen\n");
+	CHECK(!gateann_prefix_has_spare(prefix, 3, 3, indeg, 4),
+		  "ids beyond indeg_len were read\n");
+}
+
 /* a walk over a small graph with a refused node */
 typedef struct
 {
@@ -147,5 +164,6 @@ run_search_tests(void)
 	RUN_CASE("search: an entry in the prefix leaves the list alone", case_in_prefix_unchanged());
 	RUN_CASE("search: an entry past the prefix is moved in", case_past_prefix_moved_in());
 	RUN_CASE("search: the entry leaving a full prefix has another way in", case_victim_by_indeg());
+	RUN_CASE("search: a prefix with room or a spare entry", case_prefix_has_spare());
 	RUN_CASE("search: breadth-first walk, refused nodes, prefixes", case_reach());
 }
