@@ -655,7 +655,7 @@ find_spare(const GateannGraph *g, const uint8 *reached, int r_max, const uint32 
 	{
 		uint32		r = (*cursor + k) % g->n;
 
-		if ((reached[r >> 3] & (1 << (r & 7))) && prefix_has_spare(g, r, r_max, indeg))
+		if (gateann_reached(reached, r) && prefix_has_spare(g, r, r_max, indeg))
 		{
 			*cursor = r;
 			return r;
@@ -745,7 +745,7 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 		int			d = Min((int) g->degree[u], r_max);
 		int			i;
 
-		if (!(reached[u >> 3] & (1 << (u & 7))))
+		if (!gateann_reached(reached, u))
 			continue;
 		for (i = 0; i < d; i++)
 			if (nbrs[i] < g->n)
@@ -760,7 +760,7 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 
 		if ((u & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
-		if (reached[u >> 3] & (1 << (u & 7)))
+		if (gateann_reached(reached, u))
 			continue;
 
 		/*
@@ -776,7 +776,7 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 			{
 				uint32		r = s->expanded[i].id;
 
-				if (!(reached[r >> 3] & (1 << (r & 7))) || !prefix_has_spare(g, r, r_max, indeg))
+				if (!gateann_reached(reached, r) || !prefix_has_spare(g, r, r_max, indeg))
 					continue;
 				if (rule == 0 && g->degree[r] >= g->R)
 					continue;
@@ -796,7 +796,7 @@ connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWa
 				/* ... else the nearest reached one, or the medoid */
 				r = g->medoid;
 				for (i = 0; i < nexp; i++)
-					if (reached[s->expanded[i].id >> 3] & (1 << (s->expanded[i].id & 7)))
+					if (gateann_reached(reached, s->expanded[i].id))
 					{
 						r = s->expanded[i].id;
 						break;
@@ -850,7 +850,7 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
 		int			nexp;
 		uint32		k;
 
-		if (reached[u >> 3] & (1 << (u & 7)))
+		if (gateann_reached(reached, u))
 			continue;
 		nexp = greedy_search(g, s, u, NULL, L);
 		qsort(s->expanded, nexp, sizeof(Candidate), cmp_candidate);
@@ -860,7 +860,7 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
 			int			deg = g->degree[r];
 			uint32		now;
 
-			if (!(reached[r >> 3] & (1 << (r & 7))))
+			if (!gateann_reached(reached, r))
 				continue;
 			memcpy(saved, neighbors_of(g, r), sizeof(uint32) * deg);
 			memcpy(saved_reached, reached, mapbytes);
