@@ -56,6 +56,18 @@ END $$;
 CREATE INDEX tight_cos ON tight USING gateann (v float4_cosine_ops, lab10, u5);
 SELECT avg(r) >= 0.99 AS mean_ok, min(r) >= 0.9 AS worst_ok
   FROM (SELECT recall('tight', 'v', '<=>', tight) AS r FROM q) s;
+-- ... in one round of about L reads (a few at L = 40): strict_order compares the rows found
+-- with what a further round could find on one scale (cosine once compared
+-- -dot with squared L2 and ran rounds of 4-12 times L for nothing)
+CREATE FUNCTION reads_of(qv real[]) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM count(*) FROM (SELECT id FROM tight ORDER BY v <=> qv LIMIT 10) s;
+  RETURN (SELECT reads FROM gateann_last_scan());
+END $$;
+SELECT avg(reads_of(tight)) <= 150 AS one_round FROM q;
+SET gateann.search_list_size = 40;
+SELECT avg(reads_of(tight)) <= 200 AS few_rounds_l40 FROM q;
+RESET gateann.search_list_size;
 DROP INDEX tight_cos;
 CREATE INDEX tight_l2 ON tight USING gateann (v, lab10, u5);
 SELECT avg(r) >= 0.99 AS mean_ok, min(r) >= 0.9 AS worst_ok
@@ -146,4 +158,5 @@ SELECT count(*) AS problems FROM gateann_verify('nr_idx');
 
 DROP TABLE tight, wide, q, centre, nr;
 DROP FUNCTION recall(text, text, text, real[], text);
+DROP FUNCTION reads_of(real[]);
 DROP FUNCTION gauss();

@@ -34,7 +34,9 @@
  * (gateann.iterative_scan = off stops after the first round).  Rows of one
  * round come in exact order; a later round may find rows closer than some
  * already returned: strict_order (the default) skips those, relaxed_order
- * returns them.  A scan that stops at the budget while the executor still
+ * returns them.  So strict_order runs a further round before a row while
+ * the candidates it would start from could hold a closer one, and before
+ * its first row while they could hold one closer than any of the first ten.  A scan that stops at the budget while the executor still
  * wants rows says so (a NOTICE per statement, budget_exhausted).
  *
  * Pre-filtering (prefilter.h): in gate mode, a filter a sample says is
@@ -368,6 +370,19 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 	frontier_merge(so, &e, 1);
 }
 
+/*
+ * An exact distance on the scale of PQ distances.  They agree except for
+ * cosine: the exact distance is then -dot of unit vectors, the PQ table
+ * squared L2 between them (see begin_search), and |q - x|^2 = 2 - 2 dot.
+ */
+static inline float
+on_pq_scale(GateannScanOpaque so, float exact)
+{
+	if (so->metric == GATEANN_METRIC_COSINE)
+		return 2.0f + 2.0f * exact;
+	return exact;
+}
+
 static inline float
 pq_distance(GateannScanOpaque so, uint32 id)
 {
@@ -504,6 +519,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 	{
 		GateannFilterResult fr = GATEANN_FILTER_PASS;
 		HeapEntry	r;
+		float		exact;
 
 		if (so->filtering)
 		{
@@ -524,10 +540,11 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 											   GateannRecordVector(&so->meta, p->record),
 											   so->meta.dims);
 			gateann_last_scan_stats.exact_distances++;
+			exact = on_pq_scale(so, r.dist);
 			/* how much PQ overstated it: running mean and square (unreached_bound) */
 			so->over_n++;
-			so->over_sum += p->pq_dist - r.dist;
-			so->over_sq += (double) (p->pq_dist - r.dist) * (p->pq_dist - r.dist);
+			so->over_sum += p->pq_dist - exact;
+			so->over_sq += (double) (p->pq_dist - exact) * (p->pq_dist - exact);
 		}
 		if (fr != GATEANN_FILTER_FAIL)
 		{
@@ -1232,6 +1249,49 @@ update_io_stats(GateannScanOpaque so)
 	gateann_last_scan_stats.io_direct = gateann_io_direct(so->io);
 }
 
+/*
+ * strict_order's test before a row is returned: could a further round find
+ * a row that belongs before it?  Before the first row, the test looks at
+ * the STRICT_FIRST_ROWS best results instead of the first alone: a round
+ * that runs after rows were returned can only skip the closer rows it
+ * finds, while one that runs before returns them, and the executor asks
+ * for that many rows of a typical ORDER BY ... LIMIT query.
+ */
+#define STRICT_FIRST_ROWS	10
+
+static bool
+strict_wants_round(GateannScanOpaque so)
+{
+	float		worst;
+
+	if (so->results.size == 0 || so->exhausted)
+		return false;
+	worst = so->results.items[0].dist;
+	if (so->returned == 0)
+	{
+		float		best[STRICT_FIRST_ROWS];
+		int			nbest = 0;
+		int			i;
+
+		/* the STRICT_FIRST_ROWS smallest distances, by insertion */
+		for (i = 0; i < so->results.size; i++)
+		{
+			float		d = so->results.items[i].dist;
+			int			j;
+
+			if (nbest == STRICT_FIRST_ROWS && d >= best[nbest - 1])
+				continue;
+			if (nbest < STRICT_FIRST_ROWS)
+				nbest++;
+			for (j = nbest - 1; j > 0 && best[j - 1] > d; j--)
+				best[j] = best[j - 1];
+			best[j] = d;
+		}
+		worst = best[nbest - 1];
+	}
+	return on_pq_scale(so, worst) > so->unreached;
+}
+
 bool
 gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
@@ -1254,8 +1314,7 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 		 * belongs before it) -- that round runs first; and skip the rare
 		 * row that still comes out closer than one already returned.
 		 */
-		if (so->results.size > 0 && so->iterative == GATEANN_ITERATIVE_STRICT &&
-			!so->exhausted && so->results.items[0].dist > so->unreached &&
+		if (so->iterative == GATEANN_ITERATIVE_STRICT && strict_wants_round(so) &&
 			(so->prefilter ? prefilter_resume(so) : resume_search(so)))
 		{
 			search_round(scan);
