@@ -41,6 +41,7 @@
 #include "storage/condition_variable.h"
 #include "storage/dsm.h"
 #include "storage/ipc.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
@@ -88,6 +89,14 @@ typedef struct LocalMapping
 } LocalMapping;
 
 int			gateann_max_shared_memory_mb = 1024;
+
+/*
+ * gateann.load_delay: a load waits this long before it fills its segment
+ * (a developer option for tests, as core's post_auth_delay is: it lets a test
+ * end a backend while it is loading, which PostgreSQL 15 has no injection
+ * point for).
+ */
+static int	gateann_load_delay_ms = 0;
 
 static Registry *registry = NULL;
 static LocalMapping *mappings = NULL;
@@ -362,6 +371,12 @@ gateann_shmem_define_gucs(void)
 							&gateann_max_shared_memory_mb,
 							1024, 1, INT_MAX / 2,
 							PGC_SIGHUP, GUC_UNIT_MB, NULL, NULL, NULL);
+	DefineCustomIntVariable("gateann.load_delay",
+							"Waits this long at the start of each shared store load (for tests).",
+							"A developer option: a test ends a backend while it is loading.",
+							&gateann_load_delay_ms,
+							0, 0, INT_MAX,
+							PGC_SUSET, GUC_UNIT_MS | GUC_NOT_IN_SAMPLE, NULL, NULL, NULL);
 }
 
 void
@@ -610,6 +625,14 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 
 	PG_TRY();
 	{
+		if (gateann_load_delay_ms > 0)
+		{
+			/* interruptible: a termination here leaves through release_own_loads */
+			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+							 gateann_load_delay_ms, WAIT_EVENT_PG_SLEEP);
+			ResetLatch(MyLatch);
+			CHECK_FOR_INTERRUPTS();
+		}
 		loader(dsm_segment_address(seg), bytes, arg);
 	}
 	PG_CATCH();

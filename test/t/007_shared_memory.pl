@@ -67,8 +67,6 @@ SKIP:
 	$s1->quit;
 }
 
-# (A loader terminated midway gives its entry back in before_shmem_exit; no test here: a load
-# of a store that fits a test's budget is over before a terminate can reliably land in it.)
 $node->safe_psql('postgres', q{
 SELECT setseed(0.7);
 CREATE TABLE c (id int, v real[]);
@@ -76,6 +74,38 @@ INSERT INTO c SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1
   FROM generate_series(1, 12000) i;
 CREATE INDEX c_idx ON c USING gateann (v);
 });
+
+# --- a loader terminated midway -------------------------------------------------------------------
+# Its entry must not count against the budget once the index is rebuilt (a new store key): with a
+# budget that holds c_idx's store once but not twice, the rebuilt index's store still loads shared.
+# gateann.load_delay holds the load at its start, after the entry is claimed.
+my $store_bytes = $node->safe_psql('postgres', q{SELECT gateann_prewarm('c_idx');
+SELECT pq_bytes + neighbor_store_bytes + filter_store_bytes FROM gateann_index_info('c_idx')});
+$store_bytes = (split /\n/, $store_bytes)[-1];
+my $budget_mb = int(($store_bytes * 1.5) / (1024 * 1024)) + 1;
+cmp_ok($budget_mb * 1024 * 1024, '<', 2 * $store_bytes, "a budget of $budget_mb MB holds the store once, not twice");
+$node->safe_psql('postgres', qq{ALTER SYSTEM SET gateann.max_shared_memory = '${budget_mb}MB';
+SELECT pg_reload_conf();});
+$node->safe_psql('postgres', 'REINDEX INDEX c_idx');
+
+my $s3 = $node->background_psql('postgres', on_error_stop => 0);
+my $pid3 = $s3->query_safe('SELECT pg_backend_pid()');
+$s3->query_safe(q{SET gateann.load_delay = '10min'});
+$s3->query_until(qr/loading/, "\\echo loading\nSELECT gateann_prewarm('c_idx');\n");
+ok($node->poll_query_until('postgres',
+		qq{SELECT wait_event = 'PgSleep' FROM pg_stat_activity WHERE pid = $pid3}),
+	'the loader waits inside its load');
+$node->safe_psql('postgres', "SELECT pg_terminate_backend($pid3)");
+ok($node->poll_query_until('postgres', qq{SELECT count(*) = 0 FROM pg_stat_activity WHERE pid = $pid3}),
+	'the loader is gone');
+eval { $s3->quit; };
+
+$node->safe_psql('postgres', 'REINDEX INDEX c_idx');
+my ($ret3, $out3, $err3) = $node->psql('postgres',
+	q{SELECT gateann_prewarm('c_idx') > 0; SELECT shared FROM gateann_index_info('c_idx')});
+is($out3, "t\nt", 'after a loader was terminated midway and the index rebuilt, its store loads into shared memory');
+unlike($err3, qr/private copy/, 'no private copy was needed');
+$node->safe_psql('postgres', q{ALTER SYSTEM RESET gateann.max_shared_memory; SELECT pg_reload_conf();});
 
 # --- private copies (no shared_preload_libraries) ---------------------------------------------------
 $node->append_conf('postgresql.conf', q{shared_preload_libraries = ''
