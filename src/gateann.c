@@ -263,17 +263,6 @@ gateann_buildphasename(int64 phasenum)
 	}
 }
 
-/*
- * Operator classes are created by our own extension scripts; the checks
- * that matter (a distance operator on the first column, supported filter
- * types) are made when an index is built, with messages naming the index.
- */
-static bool
-gateann_validate(Oid opclassoid)
-{
-	return true;
-}
-
 Datum
 gateann_handler(PG_FUNCTION_ARGS)
 {
