@@ -302,6 +302,8 @@ class GateannEngine:
         self.cfg, self.warnings, self.reuse = cfg, warnings, reuse_index
         self.gucs = {"enable_seqscan": "off", "enable_bitmapscan": "off"} \
             if cfg.get("force_index", True) else {}
+        # tunnel_us / compute_us of gateann_last_scan() are timed only when asked
+        self.gucs["gateann.track_timing"] = "on"
         self.stats_ok = True
         self.available_gucs: set[str] = set()
         self.index = ""

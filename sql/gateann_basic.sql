@@ -38,6 +38,19 @@ SELECT visited >= 5 AS visited_some, returned, exact_distances >= returned AS ex
        pq_distances > 0 AS used_pq, io_method IN ('io_uring', 'pread', 'buffer') AS io_ok
   FROM gateann_last_scan();
 
+-- counters are the scan's own: of two scans in one query, gateann_last_scan()
+-- reports the one that ended last (5 rows), not their sum; the clock is read
+-- only under gateann.track_timing
+SELECT count(*) FROM (
+  (SELECT id FROM items ORDER BY v <-> '{1,2,3,4,5,6,7,8}' LIMIT 5)
+  UNION ALL
+  (SELECT id FROM items ORDER BY v <-> '{8,7,6,5,4,3,2,1}' LIMIT 5)) s;
+SELECT returned, compute_us FROM gateann_last_scan();
+SET gateann.track_timing = on;
+SELECT count(*) FROM (SELECT id FROM items ORDER BY v <-> '{1,2,3,4,5,6,7,8}' LIMIT 50) s;
+SELECT returned, compute_us > 0 AS timed FROM gateann_last_scan();
+RESET gateann.track_timing;
+
 -- recall@10 against exact search over 20 queries
 CREATE TABLE queries AS
   SELECT q, ARRAY(SELECT rnd(q + 100000, j) * 10 FROM generate_series(1, 8) j) AS v

@@ -32,6 +32,7 @@ int			gateann_filter_mode = GATEANN_FILTER_MODE_GATE;
 int			gateann_tunnel_neighbors_guc = 0;
 int			gateann_tunnel_batch = 4;
 double		gateann_prefilter_selectivity = 0.02;
+bool		gateann_track_timing = false;
 
 int			gateann_iterative_scan = GATEANN_ITERATIVE_STRICT;
 
@@ -128,6 +129,12 @@ _PG_init(void)
 							 "Pre-filtering checks every node in memory, ranks the matching ones by PQ distance and reads only the best L; 0 turns it off.",
 							 &gateann_prefilter_selectivity,
 							 0.02, 0.0, 1.0,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gateann.track_timing",
+							 "Times the parts of each gateann scan (tunnel_us and compute_us of gateann_last_scan()).",
+							 "Off by default: it reads the clock twice per node read.",
+							 &gateann_track_timing,
+							 false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	gateann_io_define_gucs();
 	gateann_shmem_define_gucs();

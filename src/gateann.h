@@ -286,6 +286,7 @@ extern int	gateann_tunnel_batch;
 /* Upper bound of gateann.tunnel_batch */
 #define GATEANN_TUNNEL_BATCH_MAX	8
 extern double gateann_prefilter_selectivity;
+extern bool gateann_track_timing;
 
 /* gateann.iterative_scan (pgvector's hnsw.iterative_scan values) */
 extern int	gateann_iterative_scan;

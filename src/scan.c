@@ -168,6 +168,10 @@ typedef struct GateannScanOpaqueData
 	MinHeap		results;		/* expanded, not yet returned */
 	uint8	   *visited;		/* bitmap over node ids */
 	int64		expanded;
+	GateannScanStats stats;		/* this scan's counters, published at endscan */
+	bool		track_timing;	/* gateann.track_timing when the search began */
+	instr_time	compute_time;	/* ... and the time measured (stats in us) */
+	instr_time	tunnel_time;
 
 	/* reads */
 	GateannIo  *io;
@@ -386,7 +390,7 @@ on_pq_scale(GateannScanOpaque so, float exact)
 static inline float
 pq_distance(GateannScanOpaque so, uint32 id)
 {
-	gateann_last_scan_stats.pq_distances++;
+	so->stats.pq_distances++;
 	return gateann_pq_code_distance(so->table, gateann_store_code(so->store, id),
 									so->meta.pq_subspaces);
 }
@@ -505,7 +509,8 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		so->rereads++;
 	}
 	/* compute_us: distances, verification, frontier work on landed records */
-	INSTR_TIME_SET_CURRENT(start);
+	if (so->track_timing)
+		INSTR_TIME_SET_CURRENT(start);
 	hdr = GateannRecordHeader(p->record);
 	if (hdr->node_id != id)
 		ereport(ERROR,
@@ -513,7 +518,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 				 errmsg("gateann index \"%s\": record of node %u holds node %u",
 						RelationGetRelationName(scan->indexRelation), id, hdr->node_id),
 				 errhint("REINDEX the index.")));
-	gateann_last_scan_stats.visited++;
+	so->stats.visited++;
 
 	if (!(hdr->flags & GATEANN_NODE_DELETED))
 	{
@@ -525,9 +530,9 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		{
 			/* exact verification against the record's copies */
 			fr = gateann_filter_record_check(so->filter, &so->meta, p->record);
-			gateann_last_scan_stats.filter_checks++;
+			so->stats.filter_checks++;
 			if (fr == GATEANN_FILTER_FAIL && so->filter_mode == GATEANN_FILTER_MODE_GATE)
-				gateann_last_scan_stats.filter_false_positives++;
+				so->stats.filter_false_positives++;
 		}
 
 		/*
@@ -539,7 +544,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 			r.dist = gateann_internal_distance(so->metric, so->query,
 											   GateannRecordVector(&so->meta, p->record),
 											   so->meta.dims);
-			gateann_last_scan_stats.exact_distances++;
+			so->stats.exact_distances++;
 			exact = on_pq_scale(so, r.dist);
 			/* how much PQ overstated it: running mean and square (unreached_bound) */
 			so->over_n++;
@@ -562,9 +567,11 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, p->record), sizeof(uint32) * nn);
 		frontier_add_neighbors(so, so->rowbuf, nn);
 	}
-	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, start);
-	gateann_last_scan_stats.compute_us += INSTR_TIME_GET_MICROSEC(end);
+	if (so->track_timing)
+	{
+		INSTR_TIME_SET_CURRENT(end);
+		INSTR_TIME_ACCUM_DIFF(so->compute_time, end, start);
+	}
 }
 
 /* In-memory check: could node id be a result? (no false negatives) */
@@ -575,7 +582,7 @@ node_may_match(GateannScanOpaque so, uint32 id)
 		return false;
 	if (!so->filtering)
 		return true;
-	gateann_last_scan_stats.filter_checks++;
+	so->stats.filter_checks++;
 	return gateann_filter_store_pass(so->filter,
 									 (const uint8 *const *) so->store->filter_cols, id);
 }
@@ -596,7 +603,7 @@ tunnel_run(GateannScanOpaque so, const uint32 *ids, int n)
 	uint32	   *nbrs = so->rowbuf;
 	int			total = 0;
 	int			k;
-	int64		before = gateann_last_scan_stats.tunneled;
+	int64		before = so->stats.tunneled;
 
 	for (k = 1; k < n; k++)
 		gateann_store_prefetch_row(so->store, ids[k]);
@@ -608,23 +615,22 @@ tunnel_run(GateannScanOpaque so, const uint32 *ids, int n)
 	}
 	frontier_add_neighbors(so, nbrs, total);
 	so->tunneled += n;
-	gateann_last_scan_stats.tunneled += n;
-	gateann_last_scan_stats.visited += n;	/* taken from the frontier, too */
-	if ((before >> 10) != (gateann_last_scan_stats.tunneled >> 10))
+	so->stats.tunneled += n;
+	so->stats.visited += n;	/* taken from the frontier, too */
+	if ((before >> 10) != (so->stats.tunneled >> 10))
 		CHECK_FOR_INTERRUPTS();
 }
 
 /* tunnel_us: a run of consecutive tunnels is timed as one (two clock reads) */
 static inline void
-tunnel_timer_stop(bool *running, instr_time *start)
+tunnel_timer_stop(GateannScanOpaque so, bool *running, instr_time *start)
 {
 	instr_time	end;
 
 	if (!*running)
 		return;
 	INSTR_TIME_SET_CURRENT(end);
-	INSTR_TIME_SUBTRACT(end, *start);
-	gateann_last_scan_stats.tunnel_us += INSTR_TIME_GET_MICROSEC(end);
+	INSTR_TIME_ACCUM_DIFF(so->tunnel_time, end, *start);
 	*running = false;
 }
 
@@ -690,7 +696,7 @@ dispatch(GateannScanOpaque so)
 			/* the candidate after the run is likely crossed next: its row's misses overlap ours */
 			if (j < so->fsize)
 				gateann_store_prefetch_row(so->store, so->frontier[j].id);
-			if (!timing)
+			if (!timing && so->track_timing)
 			{
 				INSTR_TIME_SET_CURRENT(tunnel_start);
 				timing = true;
@@ -698,7 +704,7 @@ dispatch(GateannScanOpaque so)
 			tunnel_run(so, run, n);
 			continue;
 		}
-		tunnel_timer_stop(&timing, &tunnel_start);
+		tunnel_timer_stop(so, &timing, &tunnel_start);
 		loc = gateann_record_location(&so->meta, id);
 		if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
 							   so->next_seq))
@@ -712,7 +718,7 @@ dispatch(GateannScanOpaque so)
 		p->valid = false;
 		so->next_seq++;
 	}
-	tunnel_timer_stop(&timing, &tunnel_start);
+	tunnel_timer_stop(so, &timing, &tunnel_start);
 }
 
 /*
@@ -983,12 +989,12 @@ start_prefilter(IndexScanDesc scan, const char *strategy)
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 
 	so->prefilter = true;
-	gateann_last_scan_stats.strategy = strategy;
+	so->stats.strategy = strategy;
 	/* every candidate passes the filter store: a batch of L of them */
 	so->L = Min(so->L, Max(gateann_search_list_size, 1));
 	gateann_prefilter_collect(&so->pf, so->filter, so->store, so->table);
-	gateann_last_scan_stats.filter_checks += so->store->capacity;
-	gateann_last_scan_stats.pq_distances += so->pf.ncands;
+	so->stats.filter_checks += so->store->capacity;
+	so->stats.pq_distances += so->pf.ncands;
 	if (prefilter_load(so))
 		search_round(scan);
 }
@@ -1034,6 +1040,9 @@ begin_search(IndexScanDesc scan)
 	int			maxrow;
 
 	so->initialized = true;
+	so->track_timing = gateann_track_timing;
+	INSTR_TIME_SET_ZERO(so->compute_time);
+	INSTR_TIME_SET_ZERO(so->tunnel_time);
 	so->no_results = true;
 	so->exhausted = true;
 	so->iterative = gateann_iterative_scan;
@@ -1145,7 +1154,7 @@ begin_search(IndexScanDesc scan)
 		return;
 	}
 
-	gateann_last_scan_stats.strategy = "graph";
+	so->stats.strategy = "graph";
 	/* ids up to the store's capacity: nodes inserted since meta was read */
 	so->visited = palloc_extended(((Size) so->store->capacity + 7) / 8,
 								  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
@@ -1161,12 +1170,21 @@ begin_search(IndexScanDesc scan)
 	if (search_is_stuck(so) && prefilter_affordable(so))
 	{
 		/* drop the round's results (none returned yet) and its leftovers */
-		gateann_last_scan_stats.recoveries++;
+		so->stats.recoveries++;
 		so->results.size = 0;
 		so->evicted.size = 0;
 		so->exhausted = false;
 		start_prefilter(scan, "graph, then prefilter");
 	}
+}
+
+/* Counters of a scan that has not searched yet */
+static void
+scan_stats_reset(GateannScanOpaque so)
+{
+	memset(&so->stats, 0, sizeof(GateannScanStats));
+	so->stats.io_method = "none";
+	so->stats.strategy = "none";
 }
 
 IndexScanDesc
@@ -1177,6 +1195,7 @@ gateann_beginscan(Relation index, int nkeys, int norderbys)
 
 	so->cxt = AllocSetContextCreate(CurrentMemoryContext, "gateann scan",
 									ALLOCSET_DEFAULT_SIZES);
+	scan_stats_reset(so);
 	scan->opaque = so;
 	if (norderbys > 0)
 	{
@@ -1209,9 +1228,7 @@ gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 	memset(&so->evicted, 0, sizeof(MinHeap));
 	memset(&so->results, 0, sizeof(MinHeap));
 
-	memset(&gateann_last_scan_stats, 0, sizeof(GateannScanStats));
-	gateann_last_scan_stats.io_method = "none";
-	gateann_last_scan_stats.strategy = "none";
+	scan_stats_reset(so);
 }
 
 /*
@@ -1225,7 +1242,7 @@ report_budget_spent(IndexScanDesc scan)
 	static TimestampTz last_statement = 0;
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 
-	gateann_last_scan_stats.budget_exhausted = true;
+	so->stats.budget_exhausted = true;
 	if (GetCurrentStatementStartTimestamp() == last_statement)
 		return;
 	last_statement = GetCurrentStatementStartTimestamp();
@@ -1236,17 +1253,20 @@ report_budget_spent(IndexScanDesc scan)
 			 errhint("A condition the index cannot check may have removed the other rows it found; raise gateann.max_scan_tuples, or index the columns of that condition.")));
 }
 
+/* The counters kept outside so->stats: I/O (io.c) and the times measured */
 static void
-update_io_stats(GateannScanOpaque so)
+collect_stats(GateannScanOpaque so)
 {
+	so->stats.compute_us = (int64) INSTR_TIME_GET_MICROSEC(so->compute_time);
+	so->stats.tunnel_us = (int64) INSTR_TIME_GET_MICROSEC(so->tunnel_time);
 	if (so->io == NULL)
 		return;
-	gateann_last_scan_stats.reads = gateann_io_pages_read(so->io);
-	gateann_last_scan_stats.buffer_hits = gateann_io_buffer_pages(so->io) +
+	so->stats.reads = gateann_io_pages_read(so->io);
+	so->stats.buffer_hits = gateann_io_buffer_pages(so->io) +
 		so->rereads * so->meta.pages_per_record;
-	gateann_last_scan_stats.io_wait_us = gateann_io_wait_us(so->io);
-	gateann_last_scan_stats.io_method = gateann_io_method_name(so->io);
-	gateann_last_scan_stats.io_direct = gateann_io_direct(so->io);
+	so->stats.io_wait_us = gateann_io_wait_us(so->io);
+	so->stats.io_method = gateann_io_method_name(so->io);
+	so->stats.io_direct = gateann_io_direct(so->io);
 }
 
 /*
@@ -1338,7 +1358,7 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 					Float8GetDatum(gateann_distance_to_sql(so->metric, r.dist));
 				scan->xs_orderbynulls[0] = false;
 			}
-			gateann_last_scan_stats.returned++;
+			so->stats.returned++;
 			found = true;
 			break;
 		}
@@ -1349,7 +1369,7 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 	}
 	if (!found && so->budget_spent)
 		report_budget_spent(scan);
-	update_io_stats(so);
+	collect_stats(so);
 	MemoryContextSwitchTo(oldcxt);
 	return found;
 }
@@ -1359,6 +1379,8 @@ gateann_endscan(IndexScanDesc scan)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 
+	/* gateann_last_scan() reports the scan that ended last */
+	gateann_last_scan_stats = so->stats;
 	if (so->io)
 		gateann_io_close(so->io);
 	MemoryContextDelete(so->cxt);
