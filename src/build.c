@@ -16,10 +16,10 @@
 
 #include <math.h>
 
-#include "build.h"
 #include "distance.h"
 #include "filter.h"
 #include "graph.h"
+#include "meta.h"
 #include "order.h"
 #include "parallel.h"
 #include "page.h"
@@ -257,16 +257,6 @@ graph_progress(int pass, uint32 done, uint32 total)
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
 }
 
-/* A build id that differs between any two builds of any index. */
-uint64
-gateann_new_build_id(Relation index)
-{
-	uint64		id = (uint64) GetCurrentTimestamp();
-
-	id ^= ((uint64) MyProcPid << 40);
-	id ^= ((uint64) GATEANN_REL_FILENUMBER(index) << 20);
-	return id == 0 ? 1 : id;
-}
 
 /* Serialise node `id` into rec (meta->record_size bytes). */
 static void
@@ -752,24 +742,3 @@ gateann_buildempty(Relation index)
 	log_newpage_range(index, INIT_FORKNUM, 0, 1, true);
 }
 
-/*
- * Rewrite block 0 of `fork` with meta.  Used during build only (no WAL here:
- * the caller logs the whole range afterwards).
- */
-void
-gateann_write_meta_page(Relation index, ForkNumber fork, const GateannMetaPageData *meta)
-{
-	Buffer		buf = ReadBufferExtended(index, fork, GATEANN_METAPAGE_BLKNO,
-										 RBM_NORMAL, NULL);
-	Page		page;
-
-	StaticAssertStmt(sizeof(GateannMetaPageData) <= GATEANN_PAGE_CAPACITY,
-					 "the metapage contents must fit in one page");
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	page = BufferGetPage(buf);
-	gateann_init_page(page, GATEANN_PAGE_META);
-	memcpy(PageGetContents(page), meta, sizeof(GateannMetaPageData));
-	gateann_page_set_used(page, sizeof(GateannMetaPageData));
-	MarkBufferDirty(buf);
-	UnlockReleaseBuffer(buf);
-}

@@ -5,6 +5,7 @@
 #include "postgres.h"
 
 #include "gateann.h"
+#include "meta.h"
 #include "page.h"
 #include "store.h"
 

@@ -45,6 +45,7 @@
 #include "distance.h"
 #include "filter.h"
 #include "graph.h"
+#include "meta.h"
 #include "page.h"
 #include "pq.h"
 #include "retrain.h"
@@ -345,7 +346,7 @@ write_record_pages(InsertState *is, GateannRecordLoc loc, Buffer *bufs, const bo
 	if (BufferIsValid(metabuf))
 	{
 		Page		mpage = GenericXLogRegisterBuffer(state, metabuf, 0);
-		GateannMetaPageData *m = (GateannMetaPageData *) PageGetContents(mpage);
+		GateannMetaPageData *m = GateannPageGetMeta(mpage);
 
 		if (reused)
 		{
@@ -404,7 +405,7 @@ allocate_and_write(InsertState *is)
 
 	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
 	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	disk = (GateannMetaPageData *) PageGetContents(BufferGetPage(metabuf));
+	disk = GateannPageGetMeta(BufferGetPage(metabuf));
 	if (is->become_entry && disk->entry_point != is->searched_entry)
 	{
 		/* someone else replaced the entry point: search from the new one */

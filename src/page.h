@@ -1,6 +1,6 @@
 /*
- * page.h — page initialisation, metapage access, and the mapping from node
- * id to the block(s) and byte offset of its record.
+ * page.h — page initialisation, and the mapping from node id to the block(s)
+ * and byte offset of its record, and record access.
  */
 #ifndef GATEANN_PAGE_H
 #define GATEANN_PAGE_H
@@ -25,32 +25,6 @@ extern bool gateann_page_is_valid(Page page, uint16 kind);
 
 /* Set pd_lower so that `used` bytes of contents are kept in page images. */
 extern void gateann_page_set_used(Page page, Size used);
-
-/*
- * Read the metapage into *meta (a copy; no lock or pin is kept).  Errors out
- * with ERRCODE_INDEX_CORRUPTED naming the index if the metapage is not a
- * gateann metapage of this format, or fails gateann_meta_problem: every
- * value the other modules take from it is checked here, once.
- */
-extern void gateann_read_meta(Relation index, GateannMetaPageData *meta);
-
-/*
- * The same without the checks of gateann_meta_problem (gateann_verify
- * reports them as rows instead).
- */
-extern void gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta);
-
-/*
- * What is wrong with the metapage of the index (a palloc'd
- * phrase completing "the metapage ..."), or NULL: values out of range,
- * entry points beyond the nodes, a record layout that does not follow from
- * dims, R, M and the filter columns, filter column types other than the
- * index's, regions beyond the end of the index.
- */
-extern char *gateann_meta_problem(const GateannMetaPageData *meta, Relation index);
-
-/* Fill in meta's record layout for its dims, R, M and filter columns. */
-extern void gateann_layout_records(GateannMetaPageData *meta);
 
 extern GateannRecordLoc gateann_record_location(const GateannMetaPageData *meta,
 												uint32 node_id);

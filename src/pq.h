@@ -41,6 +41,11 @@
 /* The largest default code (gateann_pq_default_subspaces) */
 #define GATEANN_PQ_DEFAULT_MAX 256
 
+/* PQ training, for builds and retraining (retrain.c) alike */
+#define GATEANN_PQ_TRAIN_SAMPLE		32768
+#define GATEANN_PQ_TRAIN_ITERATIONS	12
+#define GATEANN_PQ_SEED				UINT64_C(0x5051736565640001)
+
 /* Code bytes beyond the m subspace bytes: the coarse id and a float4 */
 #define GATEANN_PQ_CODE_EXTRA 5
 

@@ -15,8 +15,8 @@
  */
 #include "postgres.h"
 
-#include "build.h"
 #include "filter.h"
+#include "meta.h"
 #include "page.h"
 #include "pq.h"
 #include "retrain.h"
@@ -143,9 +143,7 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 	char	   *dict;
 	BlockNumber blkno,
 				half;
-	Buffer		metabuf;
-	GenericXLogState *state;
-	Page		page;
+	GateannMetaUpdate u;
 
 	if (m > dims)
 		ereport(ERROR,
@@ -201,14 +199,9 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 	meta->pq_retrain_at = gateann_pq_next_retrain(1);
 
 	/* the metapage last: until it is written, the index is still empty */
-	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, metabuf, GENERIC_XLOG_FULL_IMAGE);
-	memcpy(PageGetContents(page), meta, sizeof(GateannMetaPageData));
-	gateann_page_set_used(page, sizeof(GateannMetaPageData));
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(metabuf);
+	*gateann_meta_update_begin(index, &u, true) = *meta;
+	gateann_page_set_used(u.page, sizeof(GateannMetaPageData));
+	gateann_meta_update_finish(&u);
 
 	ereport(DEBUG1,
 			(errmsg_internal("gateann index \"%s\": set up for %d dimensions by its first row",
@@ -466,8 +459,7 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 				nsample;
 	uint32		next,
 				reencoded;
-	Buffer		metabuf;
-	GenericXLogState *state;
+	GateannMetaUpdate u;
 	GateannMetaPageData *disk;
 
 	gateann_read_meta(index, &meta);
@@ -541,10 +533,7 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 		next = gateann_pq_next_retrain((uint32) Min(live, (int64) GATEANN_PQ_TRAIN_SAMPLE));
 
 	/* only these fields: VACUUM may be changing the others meanwhile */
-	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(index);
-	disk = (GateannMetaPageData *) PageGetContents(GenericXLogRegisterBuffer(state, metabuf, 0));
+	disk = gateann_meta_update_begin(index, &u, false);
 	disk->build_id = gateann_new_build_id(index);
 	disk->pq_trained_rows = (uint32) nsample;
 	disk->pq_retrain_at = next;
@@ -581,8 +570,7 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 		disk->dict_bytes = newmeta.dict_bytes;
 		disk->dict_generation++;
 	}
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(metabuf);
+	gateann_meta_update_finish(&u);
 
 	/* temporary relations: scans read the files (see insert.c) */
 	if (RelationUsesLocalBuffers(index))

@@ -59,6 +59,7 @@
 #include "distance.h"
 #include "filter.h"
 #include "io.h"
+#include "meta.h"
 #include "page.h"
 #include "prefilter.h"
 #include "store.h"

@@ -16,6 +16,7 @@
 #include "search.h"
 #include "topk.h"
 #include "filter.h"
+#include "meta.h"
 #include "page.h"
 
 #include "access/xact.h"

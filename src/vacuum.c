@@ -33,6 +33,7 @@
 #include "gateann.h"
 #include "distance.h"
 #include "graph.h"
+#include "meta.h"
 #include "page.h"
 #include "repair.h"
 #include "search.h"
@@ -52,19 +53,11 @@
 static void
 add_deleted_to_meta(Relation index, uint32 ndeleted)
 {
-	Buffer		buf;
-	GenericXLogState *state;
-	Page		page;
-	GateannMetaPageData *meta;
+	GateannMetaUpdate u;
+	GateannMetaPageData *meta = gateann_meta_update_begin(index, &u, false);
 
-	buf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
-	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(index);
-	page = GenericXLogRegisterBuffer(state, buf, 0);
-	meta = (GateannMetaPageData *) PageGetContents(page);
 	meta->ndeleted += ndeleted;
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(buf);
+	gateann_meta_update_finish(&u);
 }
 
 /*
@@ -492,8 +485,7 @@ replace_entry_point(Consolidation *c)
 	uint32		best = InvalidNodeId;
 	float		best_dist = get_float4_infinity();
 	uint32		id;
-	Buffer		metabuf;
-	GenericXLogState *state;
+	GateannMetaUpdate u;
 	GateannMetaPageData *m;
 
 	c->kept_entry = InvalidNodeId;
@@ -514,10 +506,7 @@ replace_entry_point(Consolidation *c)
 	if (best == InvalidNodeId)
 		return false;
 
-	metabuf = ReadBuffer(c->index, GATEANN_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(c->index);
-	m = (GateannMetaPageData *) PageGetContents(GenericXLogRegisterBuffer(state, metabuf, 0));
+	m = gateann_meta_update_begin(c->index, &u, false);
 	/* (an insert may have replaced it meanwhile: then keep that one) */
 	if (m->entry_point == entry)
 	{
@@ -526,8 +515,7 @@ replace_entry_point(Consolidation *c)
 			m->entries[0] = best;
 	}
 	meta->entry_point = m->entry_point;
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(metabuf);
+	gateann_meta_update_finish(&u);
 	return true;
 }
 
@@ -548,8 +536,7 @@ replace_deleted_entries(Consolidation *c)
 	uint32	   *row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
 	uint32	   *row2 = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
 	uint32		i;
-	Buffer		metabuf;
-	GenericXLogState *state;
+	GateannMetaUpdate u;
 	GateannMetaPageData *m;
 
 	for (i = 0; i < meta->nentries && i < GATEANN_MAX_ENTRIES; i++)
@@ -609,18 +596,14 @@ replace_deleted_entries(Consolidation *c)
 	if (!changed)
 		return;
 
-	metabuf = ReadBuffer(c->index, GATEANN_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	state = GenericXLogStart(c->index);
-	m = (GateannMetaPageData *) PageGetContents(GenericXLogRegisterBuffer(state, metabuf, 0));
+	m = gateann_meta_update_begin(c->index, &u, false);
 	/* (entries[0] follows entry_point, which an insert may have changed meanwhile) */
 	entries[0] = m->entry_point;
 	memcpy(m->entries, entries, sizeof(uint32) * n);
 	m->nentries = n;
 	memcpy(meta->entries, entries, sizeof(uint32) * n);
 	meta->nentries = n;
-	GenericXLogFinish(state);
-	UnlockReleaseBuffer(metabuf);
+	gateann_meta_update_finish(&u);
 }
 
 /* Step 3: repair every list that points to a slot being (or already) freed. */
@@ -747,7 +730,7 @@ free_slots(Consolidation *c)
 		if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_DELETED) &&
 			!(hdr.flags & GATEANN_NODE_FREE))
 		{
-			m = (GateannMetaPageData *) PageGetContents(gateann_record_begin_change(c->index, &ed, metabuf));
+			m = GateannPageGetMeta(gateann_record_begin_change(c->index, &ed, metabuf));
 			gateann_record_put_list(meta, &ed, hdr.flags | GATEANN_NODE_FREE, list, 0);
 			if (m->ndeleted > 0)
 				m->ndeleted--;

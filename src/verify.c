@@ -26,6 +26,7 @@
 
 #include "gateann.h"
 #include "filter.h"
+#include "meta.h"
 #include "page.h"
 #include "pq.h"
 #include "search.h"
