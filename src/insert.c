@@ -969,7 +969,7 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 			GateannRecordNeighbors(meta, is.record)[i] = InvalidNodeId;
 
 		/* 4. the node */
-		generation = gateann_shmem_generation();
+		generation = gateann_store_generation();
 		id = allocate_and_write(&is);
 		if (id != InvalidNodeId)
 			break;
@@ -1010,9 +1010,9 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 	}
 
 	/* was the store we updated replaced meanwhile?  Then update its successor */
-	while (gateann_shmem_generation() != generation)
+	while (gateann_store_generation() != generation)
 	{
-		generation = gateann_shmem_generation();
+		generation = gateann_store_generation();
 		gateann_read_meta(index, meta);
 		is.store = gateann_store_get(index, meta);
 		refresh_node(&is, id, true);

@@ -563,6 +563,30 @@ private_evict(const GateannStoreKey *key, Size incoming)
  * the index's next use.  Give their memory back now (a rebuild that rolls
  * back costs one reload).
  */
+uint32
+gateann_store_generation(void)
+{
+	return gateann_shmem_generation();
+}
+
+uint64
+gateann_store_clock(void)
+{
+	return gateann_shmem_clock();
+}
+
+bool
+gateann_store_reloaded_since(Relation index, uint64 since)
+{
+	return gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(index), since);
+}
+
+void
+gateann_store_forget_reloaded_since(Relation index, uint64 since)
+{
+	gateann_shmem_forget_loaded_since(MyDatabaseId, RelationGetRelid(index), since);
+}
+
 void
 gateann_store_forget_index(Relation index)
 {

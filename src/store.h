@@ -103,6 +103,25 @@ extern GateannStore *gateann_store_get(Relation index, const GateannMetaPageData
 extern void gateann_store_forget_index(Relation index);
 
 /*
+ * For writers that mirror their page changes into the store they got (the
+ * shared registry behind it, shmem.c, is store.c's alone):
+ *
+ * gateann_store_generation changes whenever a shared store is removed: an
+ * insert that updated a store reads it before and after, and if it changed,
+ * applies its update to the current store too.
+ *
+ * gateann_store_clock, gateann_store_reloaded_since and
+ * gateann_store_forget_reloaded_since: a store of the index loaded after
+ * `since` (a value of the clock) may have read pages from before some of
+ * VACUUM's changes; VACUUM asks, and drops such stores (the next user loads
+ * one from the pages as they are).
+ */
+extern uint32 gateann_store_generation(void);
+extern uint64 gateann_store_clock(void);
+extern bool gateann_store_reloaded_since(Relation index, uint64 since);
+extern void gateann_store_forget_reloaded_since(Relation index, uint64 since);
+
+/*
  * Is the current store of `index` loaded (shared, or privately in this
  * backend)?  Sets *shared and *bytes when it is.
  */

@@ -39,7 +39,6 @@
 #include "search.h"
 #include "retrain.h"
 #include "pq.h"
-#include "shmem.h"
 #include "store.h"
 
 #include "access/generic_xlog.h"
@@ -70,7 +69,7 @@ add_deleted_to_meta(Relation index, uint32 ndeleted)
 static void
 forget_if_reloaded(Relation index, uint64 since)
 {
-	gateann_shmem_forget_loaded_since(MyDatabaseId, RelationGetRelid(index), since);
+	gateann_store_forget_reloaded_since(index, since);
 }
 
 IndexBulkDeleteResult *
@@ -95,7 +94,7 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 
 	gateann_read_meta(index, &meta);
 	/* scans skip deleted nodes' reads: tell a loaded store (never load one) */
-	since = gateann_shmem_clock();
+	since = gateann_store_clock();
 	if (gateann_store_loaded(index, &meta, &shared, &bytes))
 		store = gateann_store_get(index, &meta);
 	end = meta.node_start + meta.node_pages;
@@ -973,7 +972,7 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 		{
 			gateann_vacuum_delay_point();
 			/* our store was replaced: its rows no longer tell who is reached */
-			if (gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(c->index), since))
+			if (gateann_store_reloaded_since(c->index, since))
 				return false;
 		}
 		if (MAP_TEST(r.reached, id) || !gateann_store_has(c->store, id) ||
@@ -1075,7 +1074,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	c.node_cxt = AllocSetContextCreate(cxt, "gateann repaired list",
 									   ALLOCSET_DEFAULT_SIZES);
 	/* (before: a store loaded right after ours must count as "since") */
-	since = gateann_shmem_clock();
+	since = gateann_store_clock();
 	c.store = gateann_store_get(c.index, &c.meta);
 	c.rec = palloc(c.meta.record_size);
 	c.cand_rec = palloc(c.meta.record_size);
@@ -1106,10 +1105,10 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	 * the index was loaded meanwhile, inserts went there, and ours misses
 	 * their edges.  Drop the stores loaded since and walk on a fresh one.
 	 */
-	if (gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(c.index), since))
+	if (gateann_store_reloaded_since(c.index, since))
 	{
 		forget_if_reloaded(c.index, since);
-		since = gateann_shmem_clock();
+		since = gateann_store_clock();
 		gateann_read_meta(c.index, &c.meta);
 		c.store = gateann_store_get(c.index, &c.meta);
 	}
