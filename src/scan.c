@@ -35,8 +35,9 @@
  * round come in exact order; a later round may find rows closer than some
  * already returned: strict_order (the default) skips those, relaxed_order
  * returns them.  So strict_order runs a further round before a row while
- * the candidates it would start from could hold a closer one, and before
- * its first row while they could hold one closer than any of the first ten.  A scan that stops at the budget while the executor still
+ * the candidates it would start from could hold a closer one, testing rows
+ * in doubling windows (the first ten before the first row, the next ten
+ * after them, then twenty, ...: strict_wants_round).  A scan that stops at the budget while the executor still
  * wants rows says so (a NOTICE per statement, budget_exhausted).
  *
  * Pre-filtering (prefilter.h): in gate mode, a filter a sample says is
@@ -154,6 +155,9 @@ typedef struct GateannScanOpaqueData
 	int			iterative;		/* gateann.iterative_scan of this scan */
 	bool		budget_spent;	/* stopped at gateann.max_scan_tuples */
 	int64		returned;		/* rows handed to the executor */
+	int64		strict_window;	/* strict_order tested the rows up to this one */
+	float	   *strict_scratch; /* ... with this copy of the result distances */
+	int			strict_scratch_size;
 	float		last_dist;		/* ... the last of them at this distance */
 	float		unreached;		/* unreached_bound() after the last round */
 	/* PQ distance less exact distance of the nodes read: count, sum, squares */
@@ -1031,15 +1035,10 @@ seed_frontier(GateannScanOpaque so)
 	}
 }
 
+/* Every per-search field to its state before the search (rescan resets the rest) */
 static void
-begin_search(IndexScanDesc scan)
+search_state_reset(GateannScanOpaque so)
 {
-	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
-	Relation	index = scan->indexRelation;
-	ScanKey		orderby;
-	int			dims;
-	int			maxrow;
-
 	so->initialized = true;
 	so->track_timing = gateann_track_timing;
 	INSTR_TIME_SET_ZERO(so->compute_time);
@@ -1049,8 +1048,34 @@ begin_search(IndexScanDesc scan)
 	so->iterative = gateann_iterative_scan;
 	so->budget_spent = false;
 	so->returned = 0;
+	so->strict_window = 0;
+	so->strict_scratch = NULL;
+	so->strict_scratch_size = 0;
 	so->over_n = 0;
 	so->over_sum = so->over_sq = 0;
+	so->next_seq = so->head_seq = 0;
+	so->rereads = 0;
+	so->all_entries_seeded = false;
+	so->tunneled = 0;
+	so->matched = 0;
+	so->filter_fraction = 1.0;
+	so->fsize = 0;
+	so->first_unexpanded = 0;
+	so->expanded = 0;
+	so->prefilter = false;
+}
+
+/*
+ * Step 1: the metapage and the query vector.  False when the scan returns
+ * no rows without searching (an empty index, a NULL or zero cosine query).
+ */
+static bool
+search_read_query(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	ScanKey		orderby;
+	int			dims;
 
 	if (!IsMVCCSnapshot(scan->xs_snapshot))
 		ereport(ERROR,
@@ -1066,7 +1091,7 @@ begin_search(IndexScanDesc scan)
 	orderby = &scan->orderByData[0];
 	gateann_read_meta(index, &so->meta);
 	if (so->meta.nnodes == 0 || (orderby->sk_flags & SK_ISNULL))
-		return;
+		return false;
 
 	so->metric = (GateannMetric) so->meta.metric;
 	gateann_vector_reader_init(&so->reader, index);
@@ -1081,31 +1106,51 @@ begin_search(IndexScanDesc scan)
 								   gateann_first_unindexable(so->query, dims, so->metric));
 	/* a zero query has no cosine distance to anything (NaN): no rows */
 	if (so->metric == GATEANN_METRIC_COSINE && !gateann_normalize(so->query, dims))
-		return;
+		return false;
+	return true;
+}
+
+/*
+ * Step 2: the in-memory stores, and the scan keys compiled against their
+ * dictionaries.  False when the filter provably matches no row.
+ */
+static bool
+search_compile_filter(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	Relation	index = scan->indexRelation;
+	bool		never;
 
 	so->store = gateann_store_get(index, &so->meta);
+	so->filter = gateann_filter_compile(index, &so->meta, scan->keyData,
+										scan->numberOfKeys, so->store->dict, &never);
+	if (never)
+		return false;
+	so->filtering = gateann_filter_active(so->filter);
+	/* no node has a value the filter wants: no search at all */
+	if (so->filtering &&
+		gateann_filter_matches_nothing(so->filter,
+									   (const uint8 *const *) so->store->filter_cols,
+									   so->store->capacity))
+		return false;
+	so->need_recheck = gateann_filter_needs_recheck(so->filter);
+	so->filter_mode = gateann_filter_mode;
+	so->tunnel_neighbors = so->store->tunnel_neighbors;
+	if (gateann_tunnel_neighbors_guc > 0)
+		so->tunnel_neighbors = Min(so->tunnel_neighbors, gateann_tunnel_neighbors_guc);
+	if (so->filtering)
+		so->filter_fraction = gateann_prefilter_estimate(so->filter, so->store, so->meta.nnodes,
+														 GATEANN_PREFILTER_SAMPLE,
+														 GATEANN_PREFILTER_SAMPLE_PASS);
+	return true;
+}
 
-	/* the scan keys, compiled against the store's dictionaries */
-	{
-		bool		never;
+/* Step 3: the query's PQ distance table, and the reader of the records */
+static void
+search_open(GateannScanOpaque so, Relation index)
+{
+	int			i;
 
-		so->filter = gateann_filter_compile(index, &so->meta, scan->keyData,
-											scan->numberOfKeys, so->store->dict, &never);
-		if (never)
-			return;
-		so->filtering = gateann_filter_active(so->filter);
-		/* no node has a value the filter wants: no search at all */
-		if (so->filtering &&
-			gateann_filter_matches_nothing(so->filter,
-										   (const uint8 *const *) so->store->filter_cols,
-										   so->store->capacity))
-			return;
-		so->need_recheck = gateann_filter_needs_recheck(so->filter);
-		so->filter_mode = gateann_filter_mode;
-		so->tunnel_neighbors = so->store->tunnel_neighbors;
-		if (gateann_tunnel_neighbors_guc > 0)
-			so->tunnel_neighbors = Min(so->tunnel_neighbors, gateann_tunnel_neighbors_guc);
-	}
 	so->table = palloc(sizeof(float) * gateann_pq_table_floats(so->meta.pq_subspaces));
 	/*
 	 * Cosine compares unit vectors, where squared L2 orders exactly like the
@@ -1124,36 +1169,21 @@ begin_search(IndexScanDesc scan)
 	so->io = gateann_io_open(index, so->meta.pages_per_record, RecoveryInProgress());
 	so->width = gateann_io_width_of(so->io);
 	so->pending = palloc0(sizeof(PendingRead) * so->width);
-	{
-		int			i;
-
-		for (i = 0; i < so->width; i++)
-			so->pending[i].record = palloc(so->meta.record_size);
-	}
-	so->next_seq = so->head_seq = 0;
-	so->rereads = 0;
-	so->all_entries_seeded = false;
-	so->tunneled = 0;
-	so->matched = 0;
-	so->filter_fraction = 1.0;
-	if (so->filtering)
-		so->filter_fraction = gateann_prefilter_estimate(so->filter, so->store, so->meta.nnodes,
-														 GATEANN_PREFILTER_SAMPLE,
-														 GATEANN_PREFILTER_SAMPLE_PASS);
+	for (i = 0; i < so->width; i++)
+		so->pending[i].record = palloc(so->meta.record_size);
 	so->L = first_list_size(so);
 	so->frontier = palloc(sizeof(FrontierEntry) * so->L);
-	so->fsize = 0;
-	so->first_unexpanded = 0;
-	so->expanded = 0;
-	so->no_results = false;
-	so->exhausted = false;
+}
 
-	so->prefilter = false;
-	if (choose_prefilter(so))
-	{
-		start_prefilter(scan, "prefilter");
-		return;
-	}
+/*
+ * Step 4, a graph search: its working memory, the entry points, the first
+ * round; a filtered walk that turns out stuck continues by pre-filtering.
+ */
+static void
+search_graph(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	int			maxrow;
 
 	so->stats.strategy = "graph";
 	/* ids up to the store's capacity: nodes inserted since meta was read */
@@ -1177,6 +1207,27 @@ begin_search(IndexScanDesc scan)
 		so->exhausted = false;
 		start_prefilter(scan, "graph, then prefilter");
 	}
+}
+
+/*
+ * The first gettuple of a scan (or of a rescan): read the query, compile
+ * the filter, open the reader, then pre-filter or search the graph.
+ */
+static void
+begin_search(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	search_state_reset(so);
+	if (!search_read_query(scan) || !search_compile_filter(scan))
+		return;
+	search_open(so, scan->indexRelation);
+	so->no_results = false;
+	so->exhausted = false;
+	if (choose_prefilter(so))
+		start_prefilter(scan, "prefilter");
+	else
+		search_graph(scan);
 }
 
 /* Counters of a scan that has not searched yet */
@@ -1271,46 +1322,87 @@ collect_stats(GateannScanOpaque so)
 }
 
 /*
+ * The k-th smallest (1-based) of a[0..n-1], 1 <= k <= n; reorders a.
+ * (Quickselect on the middle element: the result distances are in heap
+ * order, not sorted.)
+ */
+static float
+kth_smallest(float *a, int n, int k)
+{
+	int			lo = 0,
+				hi = n - 1;
+
+	k--;
+	while (lo < hi)
+	{
+		float		pivot = a[lo + (hi - lo) / 2];
+		int			i = lo,
+					j = hi;
+
+		while (i <= j)
+		{
+			while (a[i] < pivot)
+				i++;
+			while (a[j] > pivot)
+				j--;
+			if (i <= j)
+			{
+				float		t = a[i];
+
+				a[i++] = a[j];
+				a[j--] = t;
+			}
+		}
+		if (k <= j)
+			hi = j;
+		else if (k >= i)
+			lo = i;
+		else
+			break;
+	}
+	return a[k];
+}
+
+/*
  * strict_order's test before a row is returned: could a further round find
- * a row that belongs before it?  Before the first row, the test looks at
- * the STRICT_FIRST_ROWS best results instead of the first alone: a round
- * that runs after rows were returned can only skip the closer rows it
- * finds, while one that runs before returns them, and the executor asks
- * for that many rows of a typical ORDER BY ... LIMIT query.
+ * a row that belongs before it?  A round that runs after rows were returned
+ * can only skip the closer rows it finds, while one that runs before returns
+ * them.  So rows are tested in windows: before the first row, the first
+ * STRICT_FIRST_ROWS (as many as a typical ORDER BY ... LIMIT query wants);
+ * once those are returned, as many again as were returned (the window
+ * doubles).  A further round runs first while the last row of the window
+ * could be beaten.
  */
 #define STRICT_FIRST_ROWS	10
 
 static bool
 strict_wants_round(GateannScanOpaque so)
 {
+	int64		window;
+	int			k,
+				i;
 	float		worst;
 
 	if (so->results.size == 0 || so->exhausted)
 		return false;
-	worst = so->results.items[0].dist;
-	if (so->returned == 0)
+	if (so->returned < so->strict_window)
+		return on_pq_scale(so, so->results.items[0].dist) > so->unreached;
+	window = Max((int64) STRICT_FIRST_ROWS, so->returned * 2);
+	k = (int) Min(window - so->returned, (int64) so->results.size);
+	if (so->strict_scratch_size < so->results.size)
 	{
-		float		best[STRICT_FIRST_ROWS];
-		int			nbest = 0;
-		int			i;
-
-		/* the STRICT_FIRST_ROWS smallest distances, by insertion */
-		for (i = 0; i < so->results.size; i++)
-		{
-			float		d = so->results.items[i].dist;
-			int			j;
-
-			if (nbest == STRICT_FIRST_ROWS && d >= best[nbest - 1])
-				continue;
-			if (nbest < STRICT_FIRST_ROWS)
-				nbest++;
-			for (j = nbest - 1; j > 0 && best[j - 1] > d; j--)
-				best[j] = best[j - 1];
-			best[j] = d;
-		}
-		worst = best[nbest - 1];
+		so->strict_scratch_size = Max(so->results.size, 2 * so->strict_scratch_size);
+		so->strict_scratch = so->strict_scratch == NULL ?
+			palloc(sizeof(float) * so->strict_scratch_size) :
+			repalloc(so->strict_scratch, sizeof(float) * so->strict_scratch_size);
 	}
-	return on_pq_scale(so, worst) > so->unreached;
+	for (i = 0; i < so->results.size; i++)
+		so->strict_scratch[i] = so->results.items[i].dist;
+	worst = kth_smallest(so->strict_scratch, so->results.size, k);
+	if (on_pq_scale(so, worst) > so->unreached)
+		return true;			/* tested again after that round */
+	so->strict_window = window;
+	return false;
 }
 
 bool
