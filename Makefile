@@ -135,7 +135,7 @@ ifeq ($(enable_tap_tests)$(if $(PROVE_TESTS),,none),yes)
 	rm -rf $(TAP_OUT) && mkdir -p $(TAP_OUT)
 	TESTDIR='$(CURDIR)/$(TAP_OUT)' PATH="$(bindir):$$PATH" PGPORT='6$(DEF_PGPORT)' \
 	  PG_REGRESS='$(top_builddir)/src/test/regress/pg_regress' \
-	  $(PROVE) $(PG_PROVE_FLAGS) $(PROVE_FLAGS) $(PROVE_TESTS)
+	  $(PROVE) $(PG_PROVE_FLAGS) -I test/perl $(PROVE_FLAGS) $(PROVE_TESTS)
 else
 	@echo "tap: skipped: $(if $(PROVE_TESTS),this server was built without TAP support,no tests in test/t/)"
 endif

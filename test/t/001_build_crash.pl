@@ -11,32 +11,22 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
+use GateannTest;
+
 my $nrows = 5000;
 my $dims  = 16;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
 # Replay of generic WAL records is checked against full-page images on the standby and in
 # crash recovery.
-$primary->append_conf('postgresql.conf', qq{
-wal_consistency_checking = 'generic'
-maintenance_work_mem = '256MB'
-});
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION gateann');
+my $primary = gateann_node('primary', streaming => 1);
 
 # Standby from a backup taken before the table exists: it gets the index only through WAL.
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->start;
+my $standby = gateann_standby($primary, 'standby');
 
 $primary->safe_psql('postgres', qq{
 SELECT setseed(0.5);
 CREATE TABLE t (id int PRIMARY KEY, embedding real[]);
-INSERT INTO t
-  SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, $dims) WHERE i > 0)
-  FROM generate_series(1, $nrows) i;
+@{[ random_vectors_sql('t', $nrows, $dims) ]}
 CREATE INDEX t_gateann_idx ON t USING gateann (embedding);
 });
 

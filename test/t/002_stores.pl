@@ -12,20 +12,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('stores');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gateann'
-maintenance_work_mem = '256MB'
-});
-$node->start;
+use GateannTest;
 
-$node->safe_psql('postgres', q{
-CREATE EXTENSION gateann;
+my $node = gateann_node('stores', preload => 1);
+
+$node->safe_psql('postgres', qq{
 SELECT setseed(0.25);
 CREATE TABLE t (id int PRIMARY KEY, v real[]);
-INSERT INTO t SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 16) WHERE i > 0)
-  FROM generate_series(1, 3000) i;
+@{[ random_vectors_sql('t', 3000, 16) ]}
 CREATE INDEX t_idx ON t USING gateann (v);
 });
 

@@ -10,15 +10,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('verify');
-$node->init;
-$node->start;
-$node->safe_psql('postgres', q{
-CREATE EXTENSION gateann;
+use GateannTest;
+
+my $node = gateann_node('verify');
+$node->safe_psql('postgres', qq{
 SELECT setseed(0.5);
 CREATE TABLE t (id int, v real[]);
-INSERT INTO t SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 16) WHERE i > 0)
-  FROM generate_series(1, 500) i;
+@{[ random_vectors_sql('t', 500, 16) ]}
 CREATE INDEX t_idx ON t USING gateann (v);
 });
 is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('t_idx')}), '0',

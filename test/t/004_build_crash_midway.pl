@@ -11,16 +11,13 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('midway');
-$node->init;
-$node->append_conf('postgresql.conf', q{maintenance_work_mem = '256MB'});
-$node->start;
-$node->safe_psql('postgres', q{
-CREATE EXTENSION gateann;
+use GateannTest;
+
+my $node = gateann_node('midway');
+$node->safe_psql('postgres', qq{
 SELECT setseed(0.1);
 CREATE TABLE t (id int PRIMARY KEY, v real[]);
-INSERT INTO t SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 64) WHERE i > 0)
-  FROM generate_series(1, 40000) i;
+@{[ random_vectors_sql('t', 40000, 64) ]}
 });
 
 my $builder = $node->background_psql('postgres', on_error_stop => 0);

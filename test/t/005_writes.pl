@@ -12,28 +12,14 @@ use warnings;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+use GateannTest;
 use IPC::Run;
 
 my $dims = 16;
 
-my $primary = PostgreSQL::Test::Cluster->new('primary');
-$primary->init(allows_streaming => 1);
-$primary->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gateann'
-wal_consistency_checking = 'generic'
-# the standby (slow: it compares page images) may lag behind a crash of the primary, whose
-# end-of-recovery checkpoint must not remove the WAL it still needs
-wal_keep_size = '1GB'
-maintenance_work_mem = '256MB'
-autovacuum = off
-});
-$primary->start;
-$primary->safe_psql('postgres', 'CREATE EXTENSION gateann');
-$primary->backup('base');
-my $standby = PostgreSQL::Test::Cluster->new('standby');
-$standby->init_from_backup($primary, 'base', has_streaming => 1);
-$standby->append_conf('postgresql.conf', qq{shared_preload_libraries = 'gateann'});
-$standby->start;
+my $primary = gateann_node('primary', preload => 1, streaming => 1, conf => 'autovacuum = off');
+my $standby = gateann_standby($primary, 'standby', preload => 1);
 
 # 8 clusters of vectors; a label and a tenant column to filter on
 $primary->safe_psql('postgres', qq{

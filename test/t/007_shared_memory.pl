@@ -14,22 +14,15 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $node = PostgreSQL::Test::Cluster->new('shmem');
-$node->init;
-$node->append_conf('postgresql.conf', qq{
-shared_preload_libraries = 'gateann'
-maintenance_work_mem = '256MB'
-gateann.max_shared_memory = '8MB'
-});
-$node->start;
+use GateannTest;
+
+my $node = gateann_node('shmem', preload => 1, conf => "gateann.max_shared_memory = '8MB'");
 
 # tables of 4,000 rows of 32 dimensions: each store ~0.6 MB
-$node->safe_psql('postgres', q{
-CREATE EXTENSION gateann;
+$node->safe_psql('postgres', qq{
 SELECT setseed(0.5);
 CREATE TABLE a (id int, v real[]);
-INSERT INTO a SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 32) WHERE i > 0)
-  FROM generate_series(1, 4000) i;
+@{[ random_vectors_sql('a', 4000, 32) ]}
 CREATE INDEX a_idx ON a USING gateann (v);
 CREATE TABLE b (LIKE a);
 INSERT INTO b SELECT * FROM a;
@@ -67,11 +60,10 @@ SKIP:
 	$s1->quit;
 }
 
-$node->safe_psql('postgres', q{
+$node->safe_psql('postgres', qq{
 SELECT setseed(0.7);
 CREATE TABLE c (id int, v real[]);
-INSERT INTO c SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 64) WHERE i > 0)
-  FROM generate_series(1, 12000) i;
+@{[ random_vectors_sql('c', 12000, 64) ]}
 CREATE INDEX c_idx ON c USING gateann (v);
 });
 

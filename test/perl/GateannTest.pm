@@ -1,0 +1,65 @@
+# Copyright: gateann authors.
+#
+# The set-up the TAP tests (test/t) share: a started node with the extension
+# created, a streaming standby of it, and the SQL of a table of random
+# vectors.  The Makefile's check-tap puts test/perl on prove's @INC.
+
+package GateannTest;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use PostgreSQL::Test::Cluster;
+
+our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql);
+
+# A started node where CREATE EXTENSION gateann is done (database postgres).
+#   preload => 1     shared_preload_libraries = 'gateann' (shared stores)
+#   streaming => 1   a primary: allows_streaming, replay of generic WAL
+#                    records checked against full-page images, and WAL kept
+#                    for a standby that lags (it is slow: it compares images)
+#   conf => '...'    more postgresql.conf lines
+sub gateann_node
+{
+	my ($name, %opt) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+
+	$node->init($opt{streaming} ? (allows_streaming => 1) : ());
+	my $conf = "maintenance_work_mem = '256MB'\n";
+	$conf .= "shared_preload_libraries = 'gateann'\n" if $opt{preload};
+	$conf .= "wal_consistency_checking = 'generic'\nwal_keep_size = '1GB'\n"
+	  if $opt{streaming};
+	$conf .= "$opt{conf}\n" if defined $opt{conf};
+	$node->append_conf('postgresql.conf', $conf);
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION gateann');
+	return $node;
+}
+
+# A started streaming standby of $primary from a backup taken now; it gets
+# what the primary does afterwards through WAL alone.
+#   preload => 1     shared_preload_libraries = 'gateann' on the standby
+sub gateann_standby
+{
+	my ($primary, $name, %opt) = @_;
+	my $standby = PostgreSQL::Test::Cluster->new($name);
+
+	$primary->backup("${name}_base");
+	$standby->init_from_backup($primary, "${name}_base", has_streaming => 1);
+	$standby->append_conf('postgresql.conf', "shared_preload_libraries = 'gateann'")
+	  if $opt{preload};
+	$standby->start;
+	return $standby;
+}
+
+# INSERT of rows 1..$n of (id, vector of $dims random() values) into $table
+sub random_vectors_sql
+{
+	my ($table, $n, $dims) = @_;
+	return "INSERT INTO $table SELECT i, "
+	  . "(SELECT array_agg(random()::real) FROM generate_series(1, $dims) WHERE i > 0) "
+	  . "FROM generate_series(1, $n) i;";
+}
+
+1;
