@@ -19,13 +19,18 @@ With --matrix, also a table of recall@10 at L = 100 by workload: gateann gate /
 gateann post / pgvector HNSW (ef_search = 100), and the share of queries at
 recall 0 for gate when it is not 0.
 
+--pgvector-from FILE[,FILE...] takes pgvector's points from earlier runs on the
+same rows and queries (the generator is deterministic: same shape, n, nq and
+SHAPES_VERSION) for shapes whose later run measured gateann alone; the output
+says so.
+
 Usage: bench/shapes_check.py [--matrix] RESULTS.json [RESULTS.json ...]
 """
 import json
 import sys
 
 
-def load(paths):
+def load(paths, pgvector_from=()):
     points, facts = {}, {}
     for path in paths:
         with open(path) as f:
@@ -35,6 +40,14 @@ def load(paths):
             points[key] = [p for p in d["points"] if (p["shape"], p["metric"]) == key]
         for fa in d["facts"]:
             facts[(fa["shape"], fa["metric"])] = fa
+    for path in pgvector_from:
+        with open(path) as f:
+            d = json.load(f)
+        for p in d["points"]:
+            key = (p["shape"], p["metric"])
+            if p["engine"] == "pgvector" and key in points and not any(
+                    q["engine"] == "pgvector" for q in points[key] if q.get("from") is None):
+                points[key].append({**p, "from": path})
     return points, facts
 
 
@@ -78,10 +91,16 @@ def matrix(points):
 
 def main():
     args = sys.argv[1:]
+    pgv = []
+    if "--pgvector-from" in args:
+        i = args.index("--pgvector-from")
+        pgv = args[i + 1].split(",")
+        del args[i:i + 2]
+        print(f"(pgvector figures from earlier runs on the same rows: {', '.join(pgv)})\n")
     if args and args[0] == "--matrix":
         args = args[1:]
-        matrix(load(args)[0])
-    points, facts = load(args)
+        matrix(load(args, pgv)[0])
+    points, facts = load(args, pgv)
     print("| shape | metric | default (none / worst filter) | best L ≤ 400 | self top-1 "
           "| gate − post (min) | pgvector − gateann (max) | zero (max) |")
     print("|---|---|---|---|---|---|---|---|")
