@@ -200,4 +200,30 @@ extern GateannFilterResult gateann_filter_record_check(const GateannFilter *filt
 													   const GateannMetaPageData *meta,
 													   const char *record);
 
+/*
+ * Between filter_store.c and filter_scan.c: a column as the coder and the
+ * scan keys read it (its dictionary, comparison or element hash).
+ */
+typedef struct GateannCoderColumn
+{
+	const GateannFilterColumn *col;
+	int			width;
+	Datum	   *dict;			/* scalar: dictionary / bounds */
+	FmgrInfo   *cmp;
+	Oid			collation;
+	/* bloom */
+	Oid			elemtype;
+	int16		elemlen;
+	bool		elembyval;
+	char		elemalign;
+	FmgrInfo   *hash;
+} GateannCoderColumn;
+
+extern void gateann_filter_coder_column_init(GateannCoderColumn *cc,
+											 const GateannFilterColumn *col,
+											 Oid collation, const char *dict);
+extern uint64 gateann_filter_bloom_of_element(const GateannCoderColumn *cc, Datum elem);
+extern Datum *gateann_filter_dictionary_values(const GateannFilterColumn *col,
+											   const char *dict);
+
 #endif							/* GATEANN_FILTER_H */
