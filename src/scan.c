@@ -37,8 +37,9 @@
  * returns them.  So strict_order runs a further round before a row while
  * the candidates it would start from could hold a closer one, testing rows
  * in doubling windows (the first ten before the first row, the next ten
- * after them, then twenty, ...: strict_wants_round).  A scan that stops at the budget while the executor still
- * wants rows says so (a NOTICE per statement, budget_exhausted).
+ * after them, then twenty, ...: strict_wants_round).  A scan that stops at
+ * the budget while the executor still wants rows says so (a NOTICE per
+ * statement, budget_exhausted).
  *
  * Pre-filtering (prefilter.h): in gate mode, a filter a sample says is
  * selective (gateann.prefilter_selectivity) skips the graph: the frontier
