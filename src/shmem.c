@@ -47,6 +47,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/timestamp.h"
 
 #include <signal.h>
 
@@ -627,11 +628,18 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 	{
 		if (gateann_load_delay_ms > 0)
 		{
+			TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+															gateann_load_delay_ms);
+			long		left;
+
 			/* interruptible: a termination here leaves through release_own_loads */
-			(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-							 gateann_load_delay_ms, WAIT_EVENT_PG_SLEEP);
-			ResetLatch(MyLatch);
-			CHECK_FOR_INTERRUPTS();
+			while ((left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+			{
+				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+								 left, WAIT_EVENT_PG_SLEEP);
+				ResetLatch(MyLatch);
+				CHECK_FOR_INTERRUPTS();
+			}
 		}
 		loader(dsm_segment_address(seg), bytes, arg);
 	}

@@ -557,12 +557,6 @@ private_evict(const GateannStoreKey *key, Size incoming)
 	}
 }
 
-/*
- * REINDEX, TRUNCATE and VACUUM FULL give the index a new build: its stores
- * are keyed by the old one and would only be found stale and replaced on
- * the index's next use.  Give their memory back now (a rebuild that rolls
- * back costs one reload).
- */
 uint32
 gateann_store_generation(void)
 {
@@ -587,6 +581,12 @@ gateann_store_forget_reloaded_since(Relation index, uint64 since)
 	gateann_shmem_forget_loaded_since(MyDatabaseId, RelationGetRelid(index), since);
 }
 
+/*
+ * REINDEX, TRUNCATE and VACUUM FULL give the index a new build: its stores
+ * are keyed by the old one and would only be found stale and replaced on
+ * the index's next use.  Give their memory back now (a rebuild that rolls
+ * back costs one reload).
+ */
 void
 gateann_store_forget_index(Relation index)
 {
