@@ -370,10 +370,10 @@ extern IndexScanDesc gateann_beginscan(Relation index, int nkeys, int norderbys)
 extern void gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 						   ScanKey orderbys, int norderbys);
 extern bool gateann_gettuple(IndexScanDesc scan, ScanDirection dir);
+extern void gateann_endscan(IndexScanDesc scan);
 
 /* validate.c */
 extern bool gateann_validate(Oid opclassoid);
-extern void gateann_endscan(IndexScanDesc scan);
 
 /* vacuum.c */
 extern IndexBulkDeleteResult *gateann_bulkdelete(IndexVacuumInfo *info,
