@@ -14,8 +14,9 @@
  *               (insert.c), through GateannPageGetMeta
  *
  * Every writer holds the metapage's buffer lock exclusively while it
- * changes the page; readers copy it under a share lock.  What a writer may
- * change while others run is in src/README (lock order).
+ * changes the page; readers copy it under a share lock.  Which fields a
+ * writer may change while others run is said where it changes them
+ * (retraining: only its own, as VACUUM may change the others meanwhile).
  */
 #include "postgres.h"
 
