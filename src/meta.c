@@ -9,9 +9,12 @@
  *   retraining  gateann_meta_update_begin/finish (retrain.c): the new
  *               codebook's fields, or the first row's layout as a full image
  *   VACUUM      gateann_meta_update_begin/finish (vacuum.c): deleted count,
- *               entry points
+ *               entry points; a freed slot's counts in the same GenericXLog
+ *               record as that record's pages
  *   insert      in the same GenericXLog record as the record pages it writes
- *               (insert.c), through GateannPageGetMeta
+ *               (insert.c)
+ *
+ * The last two reach the contents through GateannPageGetMeta.
  *
  * Every writer holds the metapage's buffer lock exclusively while it
  * changes the page; readers copy it under a share lock.  Which fields a
