@@ -65,6 +65,7 @@
 #include "page.h"
 #include "prefilter.h"
 #include "store.h"
+#include "topk.h"
 #include "vector.h"
 
 #include "access/relscan.h"
@@ -150,16 +151,15 @@ typedef struct GateannScanOpaqueData
 	bool		prefilter;
 	GateannPrefilter pf;
 	double		filter_fraction;	/* sampled share of nodes passing the filter store */
-	int64		tunneled;		/* nodes crossed in memory */
 	int64		matched;		/* read nodes that passed the filter */
 	bool		all_entries_seeded; /* every entry point was put into the list */
 	int			iterative;		/* gateann.iterative_scan of this scan */
 	bool		budget_spent;	/* stopped at gateann.max_scan_tuples */
-	int64		returned;		/* rows handed to the executor */
+	/* rows returned and tunneled nodes are counted in stats */
+	float		last_dist;		/* the last row returned was at this distance */
 	int64		strict_window;	/* strict_order tested the rows up to this one */
-	float	   *strict_scratch; /* ... with this copy of the result distances */
+	GateannScored *strict_scratch;	/* ... with this copy of the result distances */
 	int			strict_scratch_size;
-	float		last_dist;		/* ... the last of them at this distance */
 	float		unreached;		/* unreached_bound() after the last round */
 	/* PQ distance less exact distance of the nodes read: count, sum, squares */
 	int64		over_n;
@@ -620,7 +620,6 @@ tunnel_run(GateannScanOpaque so, const uint32 *ids, int n)
 		total += Min(c, so->tunnel_neighbors);
 	}
 	frontier_add_neighbors(so, nbrs, total);
-	so->tunneled += n;
 	so->stats.tunneled += n;
 	so->stats.visited += n;	/* taken from the frontier, too */
 	if ((before >> 10) != (so->stats.tunneled >> 10))
@@ -955,7 +954,7 @@ first_list_size(GateannScanOpaque so)
 static bool
 search_is_stuck(GateannScanOpaque so)
 {
-	double		walked = (double) so->tunneled + so->expanded;
+	double		walked = (double) so->stats.tunneled + so->expanded;
 
 	if (!so->filtering || walked == 0)
 		return false;
@@ -974,7 +973,7 @@ search_is_stuck(GateannScanOpaque so)
 static bool
 prefilter_affordable(GateannScanOpaque so)
 {
-	double		walked = (double) so->tunneled + so->expanded;
+	double		walked = (double) so->stats.tunneled + so->expanded;
 	double		rate = so->matched / walked;
 
 	if (so->filter_mode != GATEANN_FILTER_MODE_GATE || gateann_prefilter_selectivity <= 0.0)
@@ -1048,7 +1047,6 @@ search_state_reset(GateannScanOpaque so)
 	so->exhausted = true;
 	so->iterative = gateann_iterative_scan;
 	so->budget_spent = false;
-	so->returned = 0;
 	so->strict_window = 0;
 	so->strict_scratch = NULL;
 	so->strict_scratch_size = 0;
@@ -1057,7 +1055,6 @@ search_state_reset(GateannScanOpaque so)
 	so->next_seq = so->head_seq = 0;
 	so->rereads = 0;
 	so->all_entries_seeded = false;
-	so->tunneled = 0;
 	so->matched = 0;
 	so->filter_fraction = 1.0;
 	so->fsize = 0;
@@ -1302,7 +1299,7 @@ report_budget_spent(IndexScanDesc scan)
 	ereport(NOTICE,
 			(errmsg("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes read) after returning %lld rows",
 					RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
-					(long long) so->returned),
+					(long long) so->stats.returned),
 			 errhint("A condition the index cannot check may have removed the other rows it found; raise gateann.max_scan_tuples, or index the columns of that condition.")));
 }
 
@@ -1320,48 +1317,6 @@ collect_stats(GateannScanOpaque so)
 	so->stats.io_wait_us = gateann_io_wait_us(so->io);
 	so->stats.io_method = gateann_io_method_name(so->io);
 	so->stats.io_direct = gateann_io_direct(so->io);
-}
-
-/*
- * The k-th smallest (1-based) of a[0..n-1], 1 <= k <= n; reorders a.
- * (Quickselect on the middle element: the result distances are in heap
- * order, not sorted.)
- */
-static float
-kth_smallest(float *a, int n, int k)
-{
-	int			lo = 0,
-				hi = n - 1;
-
-	k--;
-	while (lo < hi)
-	{
-		float		pivot = a[lo + (hi - lo) / 2];
-		int			i = lo,
-					j = hi;
-
-		while (i <= j)
-		{
-			while (a[i] < pivot)
-				i++;
-			while (a[j] > pivot)
-				j--;
-			if (i <= j)
-			{
-				float		t = a[i];
-
-				a[i++] = a[j];
-				a[j--] = t;
-			}
-		}
-		if (k <= j)
-			hi = j;
-		else if (k >= i)
-			lo = i;
-		else
-			break;
-	}
-	return a[k];
 }
 
 /*
@@ -1386,20 +1341,24 @@ strict_wants_round(GateannScanOpaque so)
 
 	if (so->results.size == 0 || so->exhausted)
 		return false;
-	if (so->returned < so->strict_window)
+	if (so->stats.returned < so->strict_window)
 		return on_pq_scale(so, so->results.items[0].dist) > so->unreached;
-	window = Max((int64) STRICT_FIRST_ROWS, so->returned * 2);
-	k = (int) Min(window - so->returned, (int64) so->results.size);
+	window = Max((int64) STRICT_FIRST_ROWS, so->stats.returned * 2);
+	k = (int) Min(window - so->stats.returned, (int64) so->results.size);
 	if (so->strict_scratch_size < so->results.size)
 	{
 		so->strict_scratch_size = Max(so->results.size, 2 * so->strict_scratch_size);
 		so->strict_scratch = so->strict_scratch == NULL ?
-			palloc(sizeof(float) * so->strict_scratch_size) :
-			repalloc(so->strict_scratch, sizeof(float) * so->strict_scratch_size);
+			palloc(sizeof(GateannScored) * so->strict_scratch_size) :
+			repalloc(so->strict_scratch, sizeof(GateannScored) * so->strict_scratch_size);
 	}
 	for (i = 0; i < so->results.size; i++)
-		so->strict_scratch[i] = so->results.items[i].dist;
-	worst = kth_smallest(so->strict_scratch, so->results.size, k);
+	{
+		so->strict_scratch[i].dist = so->results.items[i].dist;
+		so->strict_scratch[i].id = so->results.items[i].id;
+	}
+	(void) gateann_topk_sorted(so->strict_scratch, so->results.size, k);
+	worst = so->strict_scratch[k - 1].dist;
 	if (on_pq_scale(so, worst) > so->unreached)
 		return true;			/* tested again after that round */
 	so->strict_window = window;
@@ -1438,10 +1397,9 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 		{
 			HeapEntry	r = heap_pop(&so->results);
 
-			if (so->iterative == GATEANN_ITERATIVE_STRICT && so->returned > 0 &&
+			if (so->iterative == GATEANN_ITERATIVE_STRICT && so->stats.returned > 0 &&
 				r.dist < so->last_dist)
 				continue;
-			so->returned++;
 			so->last_dist = r.dist;
 			scan->xs_heaptid = r.tid;
 			scan->xs_recheck = so->need_recheck || r.recheck;
