@@ -257,7 +257,6 @@ graph_progress(int pass, uint32 done, uint32 total)
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
 }
 
-
 /* Serialise node `id` into rec (meta->record_size bytes). */
 static void
 fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,

@@ -59,19 +59,6 @@ add_deleted_to_meta(Relation index, uint32 ndeleted)
 	gateann_meta_update_finish(&u);
 }
 
-/*
- * VACUUM writes pages and mirrors the changes into the store it got (if
- * any).  A store of the index loaded meanwhile (the one it got outgrown or
- * evicted, or none loaded at first) may have read pages from before some of
- * the changes: it is dropped, and the next user loads one from the pages as
- * they are now.
- */
-static void
-forget_if_reloaded(Relation index, uint64 since)
-{
-	gateann_store_forget_reloaded_since(index, since);
-}
-
 IndexBulkDeleteResult *
 gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 				   IndexBulkDeleteCallback callback, void *callback_state)
@@ -156,7 +143,8 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		 */
 		FlushRelationBuffers(index);
 	}
-	forget_if_reloaded(index, since);
+	/* a store loaded meanwhile may have read pages from before these changes */
+	gateann_store_forget_reloaded_since(index, since);
 
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->num_index_tuples = live;
@@ -1107,7 +1095,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	 */
 	if (gateann_store_reloaded_since(c.index, since))
 	{
-		forget_if_reloaded(c.index, since);
+		gateann_store_forget_reloaded_since(c.index, since);
 		since = gateann_store_clock();
 		gateann_read_meta(c.index, &c.meta);
 		c.store = gateann_store_get(c.index, &c.meta);
@@ -1116,7 +1104,8 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	/* temporary relations live in local buffers: make the files current */
 	if (RelationUsesLocalBuffers(c.index))
 		FlushRelationBuffers(c.index);
-	forget_if_reloaded(c.index, since);
+	/* (as in gateann_bulkdelete) */
+	gateann_store_forget_reloaded_since(c.index, since);
 	*repaired = c.repaired;
 	*relinked = c.relinked;
 
