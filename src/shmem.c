@@ -117,7 +117,8 @@ gateann_store_key_equal(const GateannStoreKey *a, const GateannStoreKey *b)
 	return a->dboid == b->dboid && a->spcoid == b->spcoid &&
 		a->relfilenumber == b->relfilenumber && a->indexoid == b->indexoid &&
 		a->build_id == b->build_id &&
-		a->tunnel_neighbors == b->tunnel_neighbors;
+		a->tunnel_neighbors == b->tunnel_neighbors &&
+		a->in_recovery == b->in_recovery;
 }
 
 bool

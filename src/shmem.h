@@ -41,11 +41,16 @@ typedef struct GateannStoreKey
 	Oid			indexoid;
 	uint64		build_id;
 	int32		tunnel_neighbors;
+	bool		in_recovery;	/* loaded during recovery: its block marks
+								 * miss what replay changed (src/README) */
 	uint32		capacity;		/* nodes the store has room for (not identity) */
 	Oid			heapoid;		/* the index's table (not identity: TRUNCATE) */
 } GateannStoreKey;
 
-/* Same index, same build, same neighbor-store shape (capacity ignored) */
+/*
+ * Same index, same build, same neighbor-store shape, loaded on the same side
+ * of promotion (capacity ignored)
+ */
 extern bool gateann_store_key_equal(const GateannStoreKey *a, const GateannStoreKey *b);
 
 /*

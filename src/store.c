@@ -142,6 +142,15 @@ store_key(GateannStoreKey *key, Relation index, const GateannMetaPageData *meta)
 								Max(meta->max_neighbors, 1));
 	key->capacity = store_capacity(meta->nnodes);
 	key->heapoid = index->rd_index->indrelid;
+
+	/*
+	 * Replay changes pages without raising the stores' block marks, which is
+	 * harmless while scans read through shared buffers (they do during
+	 * recovery) but not after promotion, when they read the files: a store
+	 * loaded in recovery is not served afterwards, and the first scan loads
+	 * one whose marks are the pages' as they are then.
+	 */
+	key->in_recovery = RecoveryInProgress();
 }
 
 static void

@@ -228,4 +228,26 @@ $standby->restart;
 is($standby->safe_psql('postgres', $knn), $primary->safe_psql('postgres', $knn),
 	'standby: same neighbours after the crashes');
 
+# --- 7. promotion ---------------------------------------------------------------------------------
+# A standby's scans read through shared buffers, and replay does not raise its stores' block
+# marks.  After promotion scans read the files directly: a store loaded during recovery must not
+# be served then (its marks would accept file pages older than what replay left in shared
+# buffers); the first scan loads a new one.
+$standby->safe_psql('postgres', q{SELECT gateann_prewarm('t_idx')});
+$primary->safe_psql('postgres', q{INSERT INTO t SELECT nextval('t_id'), vec(k), k % 10, k % 3
+  FROM generate_series(1, 200) k});
+$primary->wait_for_catchup($standby);
+check_all_found($standby, 'standby, before promotion', 3);
+is($standby->safe_psql('postgres', q{SELECT loaded FROM gateann_index_info('t_idx')}),
+	't', 'standby: the stores loaded during recovery are in use');
+$standby->promote;
+$standby->poll_query_until('postgres', 'SELECT NOT pg_is_in_recovery()')
+  or die 'the standby did not finish its promotion';
+is($standby->safe_psql('postgres', q{SELECT loaded FROM gateann_index_info('t_idx')}),
+	'f', 'promoted: the stores loaded during recovery are not served');
+check_all_found($standby, 'promoted standby', 3);
+is($standby->safe_psql('postgres', q{SELECT loaded FROM gateann_index_info('t_idx')}),
+	't', 'promoted: the first scan loaded new stores');
+check_verify($standby, 'promoted standby');
+
 done_testing();
