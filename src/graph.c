@@ -54,7 +54,12 @@ struct GateannGraphScratch
 {
 	uint32	   *stamp;			/* n: visit epoch per node */
 	uint32		epoch;
-	Candidate  *pool;			/* L: sorted by dist */
+	const GateannGraph *graph;	/* the graph the search walks */
+	GateannCandidate *pool;		/* L: the search's list (search.h) */
+	uint32	   *nb_ids;			/* capacity: an expansion's new neighbors */
+	float	   *nb_dists;		/* capacity: distances of an expansion's neighbors */
+	const float *query;			/* the vector the search is for */
+	int			nexp;			/* expanded nodes kept in `expanded` */
 	Candidate  *expanded;		/* max_expanded */
 	int			max_expanded;
 	Candidate  *prune_cands;	/* candidates for a prune */
@@ -120,31 +125,6 @@ gateann_graph_array_bytes(uint32 n, int R)
 					   sizeof(uint16) + sizeof(uint32));
 }
 
-/* Insert c into the sorted pool of at most L entries: its position, or -1. */
-static int
-pool_insert(Candidate *pool, int *size, int L, Candidate c)
-{
-	int			lo = 0,
-				hi = *size;
-
-	if (*size == L && c.dist >= pool[L - 1].dist)
-		return -1;
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (pool[mid].dist <= c.dist)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (*size < L)
-		(*size)++;
-	memmove(&pool[lo + 1], &pool[lo], sizeof(Candidate) * (*size - 1 - lo));
-	pool[lo] = c;
-	return lo;
-}
-
 /*
  * Seed the pool for a search towards q: the `nseeds` entry points nearest q
  * (exact distances).  Marks them visited.  Returns the pool's size.
@@ -183,7 +163,7 @@ seed_pool(const GateannGraph *g, GateannGraphScratch *s, const float *q, uint32 
 		s->seeds[i] = s->seeds[best];
 		s->seeds[best] = t;
 		s->stamp[s->seeds[i].id] = s->epoch;
-		pool_insert(s->pool, &psize, L, s->seeds[i]);
+		gateann_candidate_insert(s->pool, &psize, L, s->seeds[i].id, s->seeds[i].dist);
 	}
 	return psize;
 }
@@ -197,18 +177,53 @@ seed_pool(const GateannGraph *g, GateannGraphScratch *s, const float *q, uint32 
 #define GRAPH_BUILD_SEEDS	4
 
 /*
+ * An expansion of the build's search: keep the node (with its distance to
+ * the target) for the prune, and return its neighbors not met yet, with
+ * their exact distances.
+ */
+static int
+expand_build(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
+{
+	GateannGraphScratch *s = arg;
+	const GateannGraph *g = s->graph;
+	int			deg,
+				n = 0,
+				i;
+
+	if (s->nexp < s->max_expanded)
+	{
+		Candidate  *e = &s->expanded[s->nexp++];
+
+		e->id = id;
+		e->dist = dist;
+		e->tiebreak = 0;
+		e->expanded = true;
+	}
+	deg = copy_neighbors(g, id, s->list_copy);
+	for (i = 0; i < deg; i++)
+	{
+		uint32		nb = s->list_copy[i];
+
+		if (s->stamp[nb] == s->epoch)
+			continue;
+		s->stamp[nb] = s->epoch;
+		ids[n] = nb;
+		dists[n++] = gateann_l2sq(s->query, g->vectors + (Size) nb * g->dims, g->dims);
+	}
+	return n;
+}
+
+/*
  * Greedy search for `target`'s vector (or q, when target is InvalidNodeId)
- * from the entry points nearest it, with list size L.  Leaves the expanded
- * nodes (with their distances to the target) in scratch->expanded and
- * returns how many there are.
+ * from the entry points nearest it, with list size L (search.c's walk).
+ * Leaves the expanded nodes (with their distances to the target) in
+ * scratch->expanded and returns how many there are.
  */
 static int
 greedy_search(const GateannGraph *g, GateannGraphScratch *s, uint32 target,
 			  const float *q, int L)
 {
-	int			psize = 0;
-	int			nexp = 0;
-	int			first = 0;
+	int			psize;
 
 	if (target != InvalidNodeId)
 		q = g->vectors + (Size) target * g->dims;
@@ -220,43 +235,12 @@ greedy_search(const GateannGraph *g, GateannGraphScratch *s, uint32 target,
 	if (target != InvalidNodeId)
 		s->stamp[target] = s->epoch;	/* never a candidate for itself */
 	psize = seed_pool(g, s, q, target, L, GRAPH_BUILD_SEEDS);
-
-	for (;;)
-	{
-		int			i;
-		int			deg;
-		uint32		cur;
-
-		while (first < psize && s->pool[first].expanded)
-			first++;
-		if (first >= psize)
-			break;
-
-		s->pool[first].expanded = true;
-		cur = s->pool[first].id;
-		if (nexp < s->max_expanded)
-			s->expanded[nexp++] = s->pool[first];
-
-		deg = copy_neighbors(g, cur, s->list_copy);
-		for (i = 0; i < deg; i++)
-		{
-			uint32		nb = s->list_copy[i];
-			Candidate	nc;
-			int			pos;
-
-			if (s->stamp[nb] == s->epoch)
-				continue;
-			s->stamp[nb] = s->epoch;
-			nc.id = nb;
-			nc.dist = gateann_l2sq(q, g->vectors + (Size) nb * g->dims, g->dims);
-			nc.expanded = false;
-			pos = pool_insert(s->pool, &psize, L, nc);
-			/* an insertion before the scan point moves it back */
-			if (pos >= 0 && pos < first)
-				first = pos;
-		}
-	}
-	return nexp;
+	s->graph = g;
+	s->query = q;
+	s->nexp = 0;
+	(void) gateann_best_first(s->pool, psize, L, -1, expand_build, s,
+							  s->nb_ids, s->nb_dists);
+	return s->nexp;
 }
 
 static int
@@ -537,7 +521,9 @@ gateann_graph_scratch_create(const GateannGraph *g, int L)
 	s->stamp = palloc_extended((Size) Max(g->n, 1) * sizeof(uint32),
 							   MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	s->epoch = 0;
-	s->pool = palloc(sizeof(Candidate) * (L + 1));
+	s->pool = palloc(sizeof(GateannCandidate) * (L + 1));
+	s->nb_ids = palloc(sizeof(uint32) * g->capacity);
+	s->nb_dists = palloc(sizeof(float) * g->capacity);
 	s->max_expanded = 8 * L;
 	s->expanded = palloc(sizeof(Candidate) * s->max_expanded);
 	s->max_prune_cands = s->max_expanded + g->capacity + 1;

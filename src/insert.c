@@ -49,6 +49,7 @@
 #include "page.h"
 #include "pq.h"
 #include "retrain.h"
+#include "search.h"
 #include "store.h"
 #include "vector.h"
 
@@ -71,13 +72,6 @@ typedef struct Expanded
 	float		dist;			/* exact, squared L2 */
 	bool		deleted;
 } Expanded;
-
-typedef struct Frontier
-{
-	uint32		id;
-	float		dist;			/* PQ */
-	bool		expanded;
-} Frontier;
 
 typedef struct InsertState
 {
@@ -110,50 +104,99 @@ typedef struct InsertState
 
 /* ---- 2. the search ------------------------------------------------------ */
 
-static void
-frontier_add(Frontier *f, int *size, int L, uint32 id, float dist)
+/* The search in progress: where its expansions go */
+typedef struct InsertWalk
 {
-	int			lo = 0,
-				hi = *size;
+	InsertState *is;
+	uint8	   *visited;		/* one bit per id below the store's capacity */
+	Expanded   *exp;
+	float	   *exp_vectors;
+	int			nexp;
+} InsertWalk;
 
-	if (*size == L && dist >= f[L - 1].dist)
-		return;
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (f[mid].dist <= dist)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (*size < L)
-		(*size)++;
-	memmove(&f[lo + 1], &f[lo], sizeof(Frontier) * (*size - 1 - lo));
-	f[lo].id = id;
-	f[lo].dist = dist;
-	f[lo].expanded = false;
+static inline bool
+walk_visit(InsertWalk *w, uint32 id)
+{
+	if (w->visited[id >> 3] & (1 << (id & 7)))
+		return false;
+	w->visited[id >> 3] |= 1 << (id & 7);
+	return true;
 }
 
 /*
- * Greedy search for the new vector with list size L.  Fills exp[] (room
- * for max_exp) with the expanded nodes, their vectors into exp_vectors;
- * returns how many.
+ * An expansion: read the record through shared buffers, keep its exact
+ * vector and distance, and return its neighbors not met yet with their PQ
+ * distances.
+ */
+static int
+expand_insert(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
+{
+	InsertWalk *w = arg;
+	InsertState *is = w->is;
+	const GateannMetaPageData *meta = &is->meta;
+	GateannNodeHeader *hdr;
+	const uint32 *nbrs;
+	int			nn,
+				n = 0,
+				i;
+
+	CHECK_FOR_INTERRUPTS();
+	gateann_read_record(is->index, meta, id, is->scratch, NULL);
+	hdr = GateannRecordHeader(is->scratch);
+	if (hdr->node_id != id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\": record of node %u holds node %u",
+						RelationGetRelationName(is->index), id, hdr->node_id),
+				 errhint("REINDEX the index.")));
+	w->exp[w->nexp].id = id;
+	w->exp[w->nexp].deleted = (hdr->flags & GATEANN_NODE_DELETED) != 0;
+	memcpy(w->exp_vectors + (Size) w->nexp * meta->dims,
+		   GateannRecordVector(meta, is->scratch), sizeof(float) * meta->dims);
+	w->exp[w->nexp].dist = gateann_l2sq(is->vector, GateannRecordVector(meta, is->scratch),
+										meta->dims);
+	w->nexp++;
+
+	nbrs = GateannRecordNeighbors(meta, is->scratch);
+	nn = Min((int) hdr->nneighbors, meta->max_neighbors);
+	for (i = 0; i < nn; i++)
+	{
+		uint32		nb = nbrs[i];
+
+		if (!gateann_store_has(is->store, nb) || !walk_visit(w, nb))
+			continue;
+		ids[n] = nb;
+		dists[n++] = gateann_pq_code_distance(is->table, gateann_store_code(is->store, nb),
+											  meta->pq_subspaces);
+	}
+	return n;
+}
+
+/*
+ * Greedy search for the new vector with list size L (search.c's walk, PQ
+ * distances steering).  Fills exp[] (room for max_exp) with the expanded
+ * nodes, their vectors into exp_vectors; returns how many.
  */
 static int
 insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max_exp)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	GateannStore *store = is->store;
-	int			m = meta->pq_subspaces;
-	uint8	   *visited = palloc0(((Size) store->capacity + 7) / 8);
-	Frontier   *f = palloc(sizeof(Frontier) * L);
-	int			fsize = 0;
-	int			nexp = 0;
+	GateannCandidate *list = palloc(sizeof(GateannCandidate) * L);
+	uint32	   *nb_ids = palloc(sizeof(uint32) * Max(meta->max_neighbors, 1));
+	float	   *nb_dists = palloc(sizeof(float) * Max(meta->max_neighbors, 1));
+	int			size = 0;
 	uint32		entry = meta->entry_point;
 	uint32		seeds[GATEANN_MAX_ENTRIES + 1];
 	int			nseeds;
 	int			k;
+	InsertWalk	w;
+
+	w.is = is;
+	w.visited = palloc0(((Size) store->capacity + 7) / 8);
+	w.exp = exp;
+	w.exp_vectors = exp_vectors;
+	w.nexp = 0;
 
 	/*
 	 * From the entry points nearest the new vector (the medoid alone in an
@@ -167,60 +210,13 @@ insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max
 	nseeds = 1 + Min(gateann_store_entries_by_distance(store, meta, is->table, seeds + 1),
 					 GATEANN_INSERT_ENTRY_SEEDS);
 	for (k = 0; k < nseeds; k++)
-	{
-		if (visited[seeds[k] >> 3] & (1 << (seeds[k] & 7)))
-			continue;
-		visited[seeds[k] >> 3] |= 1 << (seeds[k] & 7);
-		frontier_add(f, &fsize, L, seeds[k],
-					 gateann_pq_code_distance(is->table, gateann_store_code(store, seeds[k]), m));
-	}
-
-	while (nexp < max_exp)
-	{
-		GateannNodeHeader *hdr;
-		const uint32 *nbrs;
-		int			i,
-					nn;
-		uint32		id;
-
-		for (i = 0; i < fsize && f[i].expanded; i++)
-			;
-		if (i == fsize)
-			break;
-		f[i].expanded = true;
-		id = f[i].id;
-
-		CHECK_FOR_INTERRUPTS();
-		gateann_read_record(is->index, meta, id, is->scratch, NULL);
-		hdr = GateannRecordHeader(is->scratch);
-		if (hdr->node_id != id)
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("gateann index \"%s\": record of node %u holds node %u",
-							RelationGetRelationName(is->index), id, hdr->node_id),
-					 errhint("REINDEX the index.")));
-		exp[nexp].id = id;
-		exp[nexp].deleted = (hdr->flags & GATEANN_NODE_DELETED) != 0;
-		memcpy(exp_vectors + (Size) nexp * meta->dims,
-			   GateannRecordVector(meta, is->scratch), sizeof(float) * meta->dims);
-		exp[nexp].dist = gateann_l2sq(is->vector, GateannRecordVector(meta, is->scratch),
-									  meta->dims);
-		nexp++;
-
-		nbrs = GateannRecordNeighbors(meta, is->scratch);
-		nn = Min((int) hdr->nneighbors, meta->max_neighbors);
-		for (i = 0; i < nn; i++)
-		{
-			uint32		nb = nbrs[i];
-
-			if (!gateann_store_has(store, nb) || (visited[nb >> 3] & (1 << (nb & 7))))
-				continue;
-			visited[nb >> 3] |= 1 << (nb & 7);
-			frontier_add(f, &fsize, L, nb,
-						 gateann_pq_code_distance(is->table, gateann_store_code(store, nb), m));
-		}
-	}
-	return nexp;
+		if (walk_visit(&w, seeds[k]))
+			gateann_candidate_insert(list, &size, L, seeds[k],
+									 gateann_pq_code_distance(is->table,
+															  gateann_store_code(store, seeds[k]),
+															  meta->pq_subspaces));
+	(void) gateann_best_first(list, size, L, max_exp, expand_insert, &w, nb_ids, nb_dists);
+	return w.nexp;
 }
 
 /* ---- 4. a node id and its record ---------------------------------------- */

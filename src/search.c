@@ -3,6 +3,65 @@
  */
 #include "search.h"
 
+#include <string.h>
+
+int
+gateann_candidate_insert(GateannCandidate *list, int *size, int L, uint32_t id, float dist)
+{
+	int			lo = 0,
+				hi = *size;
+
+	if (L < 1 || (*size >= L && dist >= list[L - 1].dist))
+		return -1;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (list[mid].dist <= dist)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (*size < L)
+		(*size)++;
+	memmove(&list[lo + 1], &list[lo], sizeof(GateannCandidate) * (*size - 1 - lo));
+	list[lo].id = id;
+	list[lo].dist = dist;
+	list[lo].expanded = 0;
+	return lo;
+}
+
+int
+gateann_best_first(GateannCandidate *list, int size, int L, int max_expand,
+				   GateannExpandFn expand, void *arg, uint32_t *ids, float *dists)
+{
+	int			first = 0;		/* no unexpanded candidate before this */
+	int			nexp = 0;
+
+	while (max_expand < 0 || nexp < max_expand)
+	{
+		int			n,
+					i;
+
+		while (first < size && list[first].expanded)
+			first++;
+		if (first >= size)
+			break;
+		list[first].expanded = 1;
+		nexp++;
+		n = expand(arg, list[first].id, list[first].dist, ids, dists);
+		for (i = 0; i < n; i++)
+		{
+			int			pos = gateann_candidate_insert(list, &size, L, ids[i], dists[i]);
+
+			/* an insertion before the scan point moves it back */
+			if (pos >= 0 && pos < first)
+				first = pos;
+		}
+	}
+	return size;
+}
+
 uint32_t
 gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn neighbors, void *arg,
 			  int max_degree, uint8_t *reached, uint32_t *queue, uint32_t *row)

@@ -55,6 +55,46 @@ extern int	gateann_prefix_link(const uint32_t *list, int n, int max_n, uint32_t 
 extern int	gateann_prefix_has_spare(const uint32_t *prefix, int n, int prefix_len,
 									 const uint32_t *indeg, uint32_t indeg_len);
 
+/*
+ * Best-first search, the one walk of build, insert and VACUUM: a list of at
+ * most L candidates in ascending distance (equal distances in arrival
+ * order), expanded closest first.  The caller owns the graph, the distances
+ * and the visited set; the walk owns the list.
+ */
+typedef struct GateannCandidate
+{
+	uint32_t	id;
+	float		dist;
+	int			expanded;
+} GateannCandidate;
+
+/*
+ * Put (id, dist) into list[0..*size), sorted, at most L entries (behind
+ * those of equal distance; the last one drops out of a full list).
+ * Returns its position, or -1 when a full list holds only closer ones.
+ */
+extern int	gateann_candidate_insert(GateannCandidate *list, int *size, int L,
+									 uint32_t id, float dist);
+
+/*
+ * Expand node id (at distance dist): write the neighbors a walk has not met
+ * yet to ids and their distances to dists (the callback keeps the visited
+ * set and marks what it writes), and return how many (0 when none).
+ */
+typedef int (*GateannExpandFn) (void *arg, uint32_t id, float dist, uint32_t *ids,
+								float *dists);
+
+/*
+ * Expand the closest unexpanded candidate of list[0..size) and insert what
+ * expand returns, until every candidate is expanded or max_expand were (a
+ * negative max_expand: no limit).  ids and dists: room for the most
+ * neighbors one expansion returns.  The seeds in list must be sorted (use
+ * gateann_candidate_insert) and marked visited by the caller.  Returns the
+ * list's final size.
+ */
+extern int	gateann_best_first(GateannCandidate *list, int size, int L, int max_expand,
+							   GateannExpandFn expand, void *arg, uint32_t *ids, float *dists);
+
 static inline int
 gateann_reached(const uint8_t *reached, uint32_t id)
 {

@@ -182,12 +182,6 @@ typedef struct Consolidation
 #define MAP_TEST(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
 #define MAP_SET(map, id)	((map)[(id) >> 3] |= (1 << ((id) & 7)))
 
-typedef struct Candidate
-{
-	uint32		id;
-	float		dist;
-} Candidate;
-
 static int
 cmp_uint32(const void *a, const void *b)
 {
@@ -750,21 +744,55 @@ walk_from(Consolidation *c, Reach *r, uint32 from)
 						 r->reached, r->queue, r->row);
 }
 
+/* near_reached's walk: the rows it follows and the nodes it may pass */
+typedef struct NearWalk
+{
+	Consolidation *c;
+	Reach	   *r;
+	const float *table;
+} NearWalk;
+
+/* An expansion: the row's reached nodes not met yet, with PQ distances */
+static int
+expand_near(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
+{
+	NearWalk   *w = arg;
+	Consolidation *c = w->c;
+	int			n = gateann_store_copy_neighbors(c->store, id, w->r->row),
+				k,
+				out = 0;
+
+	for (k = 0; k < n; k++)
+	{
+		uint32		nb = w->r->row[k];
+
+		if (nb >= c->meta.nnodes || !MAP_TEST(w->r->reached, nb) || seen_test_and_set(c, nb))
+			continue;
+		ids[out] = nb;
+		dists[out++] = gateann_pq_code_distance(w->table, gateann_store_code(c->store, nb),
+												c->meta.pq_subspaces);
+	}
+	return out;
+}
+
 /*
  * Live nodes near u that searches reach, nearest first (an in-memory
- * greedy search from the entry point over PQ codes and rows).  Returns how
- * many were put into out (room for L).
+ * greedy search from the entry point over PQ codes and rows: search.c's
+ * walk).  Returns how many were put into out (room for L).
  */
 static int
 near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 {
 	const GateannMetaPageData *meta = &c->meta;
-	Candidate  *f = palloc(sizeof(Candidate) * (L + 1));
-	bool	   *expanded = palloc0(sizeof(bool) * (L + 1));
-	int			fsize = 0;
+	GateannCandidate *list = palloc(sizeof(GateannCandidate) * (L + 1));
+	int			rowmax = Max(c->store->tunnel_neighbors, 1);
+	uint32	   *ids = palloc(sizeof(uint32) * rowmax);
+	float	   *dists = palloc(sizeof(float) * rowmax);
+	int			size = 0;
 	int			nout = 0;
 	int			i;
 	uint32		entry = meta->entry_point;
+	NearWalk	w;
 
 	if (++c->stamp_now == 0)
 	{
@@ -774,47 +802,19 @@ near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 	if (entry >= meta->nnodes || !MAP_TEST(r->reached, entry))
 		return 0;
 	(void) seen_test_and_set(c, entry);
-	f[0].id = entry;
-	f[0].dist = gateann_pq_code_distance(table, gateann_store_code(c->store, entry),
-										 meta->pq_subspaces);
-	fsize = 1;
-	for (;;)
-	{
-		int			n;
-
-		for (i = 0; i < fsize && expanded[i]; i++)
-			;
-		if (i == fsize)
-			break;
-		expanded[i] = true;
-		n = gateann_store_copy_neighbors(c->store, f[i].id, r->row);
-		for (int k = 0; k < n; k++)
-		{
-			uint32		nb = r->row[k];
-			float		d;
-			int			pos;
-
-			if (nb >= meta->nnodes || !MAP_TEST(r->reached, nb) || seen_test_and_set(c, nb))
-				continue;
-			d = gateann_pq_code_distance(table, gateann_store_code(c->store, nb),
-										 meta->pq_subspaces);
-			if (fsize == L && d >= f[L - 1].dist)
-				continue;
-			for (pos = fsize < L ? fsize : L - 1; pos > 0 && f[pos - 1].dist > d; pos--)
-			{
-				f[pos] = f[pos - 1];
-				expanded[pos] = expanded[pos - 1];
-			}
-			f[pos].id = nb;
-			f[pos].dist = d;
-			expanded[pos] = false;
-			if (fsize < L)
-				fsize++;
-		}
-	}
-	for (i = 0; i < fsize; i++)
-		if (!gateann_store_is_deleted(c->store, f[i].id))
-			out[nout++] = f[i].id;
+	gateann_candidate_insert(list, &size, L, entry,
+							 gateann_pq_code_distance(table, gateann_store_code(c->store, entry),
+													  meta->pq_subspaces));
+	w.c = c;
+	w.r = r;
+	w.table = table;
+	size = gateann_best_first(list, size, L, -1, expand_near, &w, ids, dists);
+	for (i = 0; i < size; i++)
+		if (!gateann_store_is_deleted(c->store, list[i].id))
+			out[nout++] = list[i].id;
+	pfree(list);
+	pfree(ids);
+	pfree(dists);
 	return nout;
 }
 

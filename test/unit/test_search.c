@@ -5,7 +5,9 @@
  * than the prefix was not added at all (VACUUM left nodes unreachable with
  * max_neighbors = tunnel_neighbors), and linking always pushed the last
  * prefix entry out, stranding the node it pointed to when that was its only
- * way in.
+ * way in.  And the one best-first walk of build, insert and VACUUM: list
+ * order, the scan point moving back to a closer insertion, the expansion
+ * limit.
  */
 #include "test_common.h"
 #include "search.h"
@@ -157,6 +159,92 @@ case_reach(void)
 		  reached[0]);
 }
 
+
+static void
+case_candidate_insert(void)
+{
+	GateannCandidate l[3];
+	int			n = 0;
+
+	CHECK(gateann_candidate_insert(l, &n, 3, 1, 2.0f) == 0, "first insert\n");
+	CHECK(gateann_candidate_insert(l, &n, 3, 2, 1.0f) == 0, "closer goes first\n");
+	/* an equal distance goes behind the one already there */
+	CHECK(gateann_candidate_insert(l, &n, 3, 3, 2.0f) == 2 && l[1].id == 1 && l[2].id == 3,
+		  "tie order %u,%u\n", l[1].id, l[2].id);
+	/* full: not closer than the last is refused; closer pushes the last out */
+	CHECK(gateann_candidate_insert(l, &n, 3, 4, 2.0f) == -1 && n == 3, "full list took a tie\n");
+	CHECK(gateann_candidate_insert(l, &n, 3, 5, 1.5f) == 1 && n == 3 && l[2].id == 1,
+		  "push-out: %u,%u,%u\n", l[0].id, l[1].id, l[2].id);
+}
+
+/* A walk over points on a line: dist = |pos - q|, the visited set by flags */
+typedef struct LineWalk
+{
+	float		pos[8];
+	int			deg[8];
+	uint32_t	adj[8][3];
+	float		q;
+	int			seen[8];
+	uint32_t	order[8];		/* expansion order */
+	int			nexp;
+} LineWalk;
+
+static int
+line_expand(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
+{
+	LineWalk   *w = arg;
+	int			i,
+				n = 0;
+
+	w->order[w->nexp++] = id;
+	for (i = 0; i < w->deg[id]; i++)
+	{
+		uint32_t	nb = w->adj[id][i];
+
+		if (w->seen[nb])
+			continue;
+		w->seen[nb] = 1;
+		ids[n] = nb;
+		dists[n++] = w->pos[nb] > w->q ? w->pos[nb] - w->q : w->q - w->pos[nb];
+	}
+	return n;
+}
+
+static void
+case_best_first(void)
+{
+	/*
+	 * 0 at 5 (the seed) -> 1 at 1, 2 at 9; 1 -> 3 at 0.5; 3 -> 4 at 20.  Query
+	 * at 0: 1 lands before the expanded seed and is expanded next, then 3
+	 * (before both), then 2 and 4 by distance.
+	 */
+	LineWalk	w = {{5, 1, 9, 0.5f, 20}, {2, 1, 0, 1, 0}, {{1, 2}, {3}, {0}, {4}, {0}}, 0};
+	GateannCandidate l[8];
+	uint32_t	ids[3];
+	float		dists[3];
+	int			n = 0,
+				size;
+
+	w.seen[0] = 1;
+	gateann_candidate_insert(l, &n, 8, 0, 5.0f);
+	size = gateann_best_first(l, n, 8, -1, line_expand, &w, ids, dists);
+	CHECK(size == 5 && w.nexp == 5, "size %d, %d expansions\n", size, w.nexp);
+	CHECK(w.order[0] == 0 && w.order[1] == 1 && w.order[2] == 3 && w.order[3] == 2 &&
+		  w.order[4] == 4, "order %s\n", show(w.order, w.nexp));
+	CHECK(l[0].id == 3 && l[1].id == 1 && l[2].id == 0 && l[4].id == 4,
+		  "list %u,%u,%u,%u,%u\n", l[0].id, l[1].id, l[2].id, l[3].id, l[4].id);
+
+	/* at most 2 expansions; a list of 2 keeps the closest two met */
+	memset(w.seen, 0, sizeof(w.seen));
+	w.seen[0] = 1;
+	w.nexp = 0;
+	n = 0;
+	gateann_candidate_insert(l, &n, 2, 0, 5.0f);
+	size = gateann_best_first(l, n, 2, 2, line_expand, &w, ids, dists);
+	CHECK(w.nexp == 2 && size == 2 && l[0].id == 3 && l[1].id == 1,
+		  "limited walk: %d expansions, list %u,%u\n", w.nexp, l[0].id, l[1].id);
+}
+
 void
 run_search_tests(void)
 {
@@ -166,4 +254,6 @@ run_search_tests(void)
 	RUN_CASE("search: the entry leaving a full prefix has another way in", case_victim_by_indeg());
 	RUN_CASE("search: a prefix with room or a spare entry", case_prefix_has_spare());
 	RUN_CASE("search: breadth-first walk, refused nodes, prefixes", case_reach());
+	RUN_CASE("search: candidate list order, ties, a full list", case_candidate_insert());
+	RUN_CASE("search: best-first walk order, scan point, expansion limit", case_best_first());
 }
