@@ -884,6 +884,8 @@ count_prefix_indeg(Consolidation *c, const uint8 *reached, uint32 *row)
 
 static bool relink_pass(Consolidation *c, Reach *r, uint64 since, float *table, int L,
 						uint32 *near);
+static void relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L,
+						   uint32 *near);
 
 /*
  * Can a node's prefix (its neighbor-store row) take one more entry without
@@ -929,8 +931,14 @@ relink_unreachable(Consolidation *c, uint64 since)
 			c->prefix_indeg = MemoryContextAllocHuge(CurrentMemoryContext,
 													 sizeof(uint32) * (Size) c->map_nodes);
 		count_prefix_indeg(c, r.reached, r.row);
-		if (!relink_pass(c, &r, since, table, L, near) || c->relinked == before)
+		if (!relink_pass(c, &r, since, table, L, near))
 			break;
+		if (c->relinked == before || pass == RELINK_PASSES - 1)
+		{
+			/* nodes the passes keep linking and stranding in turn */
+			relink_checked(c, &r, since, table, L, near);
+			break;
+		}
 	}
 	pfree(table);
 	pfree(near);
@@ -1025,6 +1033,154 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 		walk_from(c, &r, id);
 	}
 	return true;
+}
+
+/*
+ * The walk of relink_checked's trials: the store's rows, except that node
+ * `from` has the prefix a link would give it.
+ */
+typedef struct TrialRows
+{
+	GateannStore *store;
+	uint32		from;
+	const uint32 *prefix;
+	int			nprefix;
+} TrialRows;
+
+static int
+trial_row_neighbors(void *arg, uint32_t id, uint32_t *out, int max)
+{
+	TrialRows  *t = arg;
+
+	if (id == t->from)
+	{
+		int			n = Min(t->nprefix, max);
+
+		memcpy(out, t->prefix, sizeof(uint32) * n);
+		return n;
+	}
+	return gateann_store_row_neighbors(t->store, id, out, max);
+}
+
+/* Live nodes the entry points reach over rows (trial_row_neighbors) */
+static uint32
+trial_reached(Consolidation *c, Reach *r, TrialRows *t)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	uint32		nnodes = Min(meta->nnodes, c->store->capacity);
+	uint32		n = 0,
+				id;
+
+	memset(r->reached, 0, ((Size) meta->nnodes + 7) / 8);
+	(void) gateann_reach(nnodes, meta->entry_point, trial_row_neighbors, t,
+						 c->store->tunnel_neighbors, r->reached, r->queue, r->row);
+	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
+		(void) gateann_reach(nnodes, meta->entries[id], trial_row_neighbors, t,
+							 c->store->tunnel_neighbors, r->reached, r->queue, r->row);
+	for (id = 0; id < nnodes; id++)
+		if (gateann_reached(r->reached, id) && gateann_store_has(c->store, id) &&
+			!gateann_store_is_deleted(c->store, id))
+			n++;
+	return n;
+}
+
+/*
+ * The last resort, as the build's (graph.c: connect_checked): for the few
+ * nodes the passes kept linking and stranding in turn, each candidate link
+ * (from the reached nodes nearest the node, then any reached node) is
+ * tried in memory first -- a walk over the store's rows with the prefix
+ * the link would give -- and written only if the walk then reaches more
+ * live nodes than before.  A walk per try, RELINK_CHECKED_TRIES in all.
+ */
+#define RELINK_CHECKED_TRIES 256
+
+static void
+relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, uint32 *near)
+{
+	const GateannMetaPageData *meta = &c->meta;
+	int			T = Max(c->store->tunnel_neighbors, 1);
+	uint32		nnodes = Min(meta->nnodes, c->store->capacity);
+	Size		mapbytes = ((Size) meta->nnodes + 7) / 8;
+	uint8	   *unreached = palloc(mapbytes);
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
+	TrialRows	t;
+	uint32		best,
+				u;
+	int			tries = 0;
+
+	t.store = c->store;
+	t.from = InvalidNodeId;
+	t.prefix = NULL;
+	t.nprefix = 0;
+	best = trial_reached(c, r, &t);
+	/* the nodes to link: fixed now, as the walk's bitmap changes per try */
+	for (u = 0; u < mapbytes; u++)
+		unreached[u] = (uint8) ~r->reached[u];
+
+	for (u = 0; u < nnodes && tries < RELINK_CHECKED_TRIES; u++)
+	{
+		int			n,
+					k;
+
+		if (!gateann_reached(unreached, u) || !gateann_store_has(c->store, u) ||
+			gateann_store_is_deleted(c->store, u))
+			continue;
+		if (gateann_store_reloaded_since(c->index, since))
+			break;
+		/* (r->reached is the walk without a trial here) reached by an earlier link? */
+		if (gateann_reached(r->reached, u))
+			continue;
+		gateann_read_record(c->index, meta, u, c->rec, c->strategy);
+		if (GateannRecordHeader(c->rec)->node_id != u ||
+			(GateannRecordHeader(c->rec)->flags & GATEANN_NODE_DELETED))
+			continue;
+		gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+								  GATEANN_PQ_L2, table);
+		n = near_reached(c, r, table, L, near);
+		for (k = 0; k < n + (int) nnodes && tries < RELINK_CHECKED_TRIES; k++)
+		{
+			uint32		from = k < n ? near[k] : (u + (uint32) (k - n)) % nnodes;
+			GateannNodeHeader *hdr;
+			int			deg,
+						len;
+			bool		linked;
+
+			if (!gateann_reached(r->reached, from) || !gateann_store_has(c->store, from) ||
+				gateann_store_is_deleted(c->store, from))
+				continue;
+			gateann_read_record(c->index, meta, from, c->cand_rec, c->strategy);
+			hdr = GateannRecordHeader(c->cand_rec);
+			if (hdr->node_id != from || (hdr->flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE)))
+				continue;
+			deg = Min((int) hdr->nneighbors, meta->max_neighbors);
+			memcpy(list, GateannRecordNeighbors(meta, c->cand_rec), sizeof(uint32) * deg);
+			/* the same choice add_link makes below, indegrees left as they are */
+			len = gateann_prefix_link(list, deg, meta->max_neighbors, u, T, NULL, 0, out);
+			if (len < 0)
+				continue;
+			tries++;
+			t.from = from;
+			t.prefix = out;
+			t.nprefix = Min(len, T);
+			linked = trial_reached(c, r, &t) > best;
+			if (linked)
+			{
+				uint32	   *indeg = c->prefix_indeg;
+
+				c->prefix_indeg = NULL;
+				add_link(c, from, u);
+				c->prefix_indeg = indeg;
+				c->relinked++;
+			}
+			/* the walk without a trial again (with the link, if it was kept) */
+			t.from = InvalidNodeId;
+			best = trial_reached(c, r, &t);
+			if (linked)
+				break;
+		}
+	}
+	pfree(unreached);
 }
 
 /*
