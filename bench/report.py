@@ -232,3 +232,21 @@ def summary_md(results: dict, plots: list[str]) -> str:
     if ex:
         L += ["", "Example pgbench command of this run:", "", "```", ex, "```"]
     return "\n".join(L) + "\n"
+
+
+def main() -> None:
+    """Draw a run's plots again from its results.json (plots are not kept in git)."""
+    import argparse
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("run", type=Path, nargs="+", help="a results directory (holds results.json)")
+    a = ap.parse_args()
+    for run in a.run:
+        results = json.loads((run / "results.json").read_text())
+        if results.get("points") and "preset" in results:
+            print(run, plot(results, run))
+        else:
+            print(run, "not a driver.py run: nothing to plot")
+
+
+if __name__ == "__main__":
+    main()
