@@ -209,7 +209,7 @@ CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, 
             batch.append({"q": q, "where": where, "k": k, "op": info["metric"],
                           "fm": self.rng.choice(FILTER_MODES), "io": self.rng.choice(IO_METHODS),
                           "it": self.rng.choice(ITERATIVE), "L": self.rng.choice([10, 40, 100, 200]),
-                          "tb": self.rng.choice([1, 2, 4, 4, 16])})
+                          "tb": self.rng.choice([1, 2, 4, 4, 8])})
         script = []
         for i, b in enumerate(batch):
             w = f"WHERE {b['where']}" if b["where"] else ""
