@@ -50,14 +50,24 @@ CREATE FUNCTION out_of_order(q real[], lim int) RETURNS bigint LANGUAGE sql AS $
 CREATE TEMP TABLE qs AS
   SELECT k, ARRAY(SELECT rnd(k + 9000, j) * 5 FROM generate_series(1, 6) j)::real[] AS q
   FROM generate_series(1, 40) k;
+-- the rows strict_order leaves out are counted (gateann_last_scan().skipped)
+CREATE FUNCTION skipped_rows(q real[]) RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE n bigint;
+BEGIN
+  PERFORM count(*) FROM (SELECT 1 FROM s WHERE tenant = 3 ORDER BY v <-> q LIMIT 30) r;
+  SELECT skipped INTO n FROM gateann_last_scan();
+  RETURN n;
+END $$;
 SET gateann.search_list_size = 10;
 SHOW gateann.iterative_scan;
 SELECT sum(out_of_order(q, 30)) AS strict_out_of_order,
        count(*) FILTER (WHERE (SELECT count(*) FROM (SELECT 1 FROM s WHERE tenant = 3
                                ORDER BY v <-> q LIMIT 30) r) = 30) AS strict_full
   FROM qs;
+SELECT sum(skipped_rows(q)) > 0 AS strict_skipped FROM qs;
 SET gateann.iterative_scan = relaxed_order;
 SELECT sum(out_of_order(q, 30)) > 0 AS relaxed_out_of_order FROM qs;
+SELECT sum(skipped_rows(q)) AS relaxed_skipped FROM qs;
 SET gateann.iterative_scan = off;
 SELECT count(*) < 30 AS off_short
   FROM (SELECT id FROM s WHERE tenant = 3 ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 30) r;
@@ -65,6 +75,7 @@ RESET gateann.iterative_scan;
 RESET gateann.search_list_size;
 DROP TABLE qs;
 DROP FUNCTION out_of_order(real[], int);
+DROP FUNCTION skipped_rows(real[]);
 
 -- the vector column: every indexed row IS NOT NULL, none IS NULL
 SELECT count(*) FROM (SELECT id FROM s WHERE v IS NOT NULL ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 5) r;

@@ -321,6 +321,8 @@ typedef struct GateannScanStats
 								 * ("none": no search) */
 	int64		recoveries;		/* times the search was stuck and recovered */
 	bool		budget_exhausted;	/* stopped at gateann.max_scan_tuples */
+	int64		skipped;		/* strict_order: rows found after a farther row
+								 * had been returned, left out */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

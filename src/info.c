@@ -32,8 +32,8 @@ Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[17];
-	bool		nulls[17] = {0};
+	Datum		values[18];
+	bool		nulls[18] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -56,6 +56,7 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[14] = CStringGetTextDatum(s->strategy ? s->strategy : "none");
 	values[15] = Int64GetDatum(s->recoveries);
 	values[16] = BoolGetDatum(s->budget_exhausted);
+	values[17] = Int64GetDatum(s->skipped);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

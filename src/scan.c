@@ -1399,7 +1399,10 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 
 			if (so->iterative == GATEANN_ITERATIVE_STRICT && so->stats.returned > 0 &&
 				r.dist < so->last_dist)
+			{
+				so->stats.skipped++;
 				continue;
+			}
 			so->last_dist = r.dist;
 			scan->xs_heaptid = r.tid;
 			scan->xs_recheck = so->need_recheck || r.recheck;

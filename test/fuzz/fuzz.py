@@ -219,6 +219,8 @@ SET gateann.filter_mode = '{b['fm']}'; SET gateann.io_method = '{b['io']}';
 SET gateann.iterative_scan = '{b['it']}'; SET gateann.search_list_size = {b['L']};
 SET gateann.tunnel_batch = {b['tb']};
 SELECT id, (v {b['op']} {b['q']})::float8 FROM t{t} {w} ORDER BY v {b['op']} {b['q']} LIMIT {b['k']};
+\\echo @@SKIP {i}
+SELECT skipped FROM gateann_last_scan();
 \\echo @@SEQ {i}
 SET enable_seqscan = on; SET enable_indexscan = off; SET enable_bitmapscan = off;
 SELECT id, (v {b['op']} {b['q']})::float8 FROM t{t} {w};
@@ -233,18 +235,21 @@ RESET ALL;""")
             self.fail(f"query error on t{t}: {err.strip()[:600]}")
         res, cur = {}, None
         for line in out.splitlines():
-            m = re.match(r"@@(IDX|SEQ) (\d+)$", line)
+            m = re.match(r"@@(IDX|SKIP|SEQ) (\d+)$", line)
             if m:
                 cur = (m.group(1), int(m.group(2)))
                 res[cur] = []
+            elif cur and cur[0] == "SKIP" and line:
+                res[cur] = int(line)
             elif cur and line:
                 idv, dist = line.split("|")
                 res[cur].append((int(idv), float(dist) if dist else None))
         for i, b in enumerate(batch):
             self.counts["queries"] += 1
-            self.check(t, b, res.get(("IDX", i), []), res.get(("SEQ", i), []))
+            self.check(t, b, res.get(("IDX", i), []), res.get(("SEQ", i), []),
+                       res.get(("SKIP", i)))
 
-    def check(self, t, b, got, seq):
+    def check(self, t, b, got, seq, skipped=None):
         where = f"WHERE {b['where']}" if b["where"] else ""
         ctx = (f"t{t}: SET gateann.filter_mode = '{b['fm']}'; SET gateann.io_method = '{b['io']}'; "
                f"SET gateann.iterative_scan = '{b['it']}'; SET gateann.search_list_size = {b['L']}; "
@@ -279,7 +284,8 @@ RESET ALL;""")
             gotset = set(ids)
             ranked = sorted(match.items(), key=lambda kv: kv[1])
             missing = [(r, i, d) for r, (i, d) in enumerate(ranked[:expected]) if i not in gotset]
-            print(f"note: {b['it']} returned {len(got)} of {expected} rows ({len(match)} match); "
+            print(f"note: {b['it']} returned {len(got)} of {expected} rows ({len(match)} match, "
+                  f"skipped {skipped}); "
                   f"left out (rank, id, distance): {missing[:5]}\n  {ctx}")
         if problems:
             self.counts["wrong"] += 1
