@@ -68,10 +68,12 @@
 #include "topk.h"
 #include "vector.h"
 
+#include "access/htup_details.h"
 #include "access/relscan.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "portability/instr_time.h"
 #include "pgstat.h"
 #include "utils/float.h"
@@ -157,6 +159,8 @@ typedef struct GateannScanOpaqueData
 	bool		budget_spent;	/* stopped at gateann.max_scan_tuples */
 	/* rows returned and tunneled nodes are counted in stats */
 	float		last_dist;		/* the last row returned was at this distance */
+	BlockNumber heap_blocks;	/* the table's size as last looked up
+								 * (check_heap_tid) */
 	int64		strict_window;	/* strict_order tested the rows up to this one */
 	GateannScored *strict_scratch;	/* ... with this copy of the result distances */
 	int			strict_scratch_size;
@@ -1365,6 +1369,37 @@ strict_wants_round(GateannScanOpaque so)
 	return false;
 }
 
+/*
+ * A row about to be returned must point into the table: a damaged record
+ * (no checksums) could otherwise send the executor to a block past the
+ * table's end, where the storage layer's error names neither the index nor
+ * the damage.  The table's size is looked up again before a TID is refused
+ * (rows inserted since the last look extend it).
+ */
+static void
+check_heap_tid(IndexScanDesc scan, const HeapEntry *r)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	ItemPointerData tid = r->tid;
+
+	if (ItemPointerIsValid(&tid) &&
+		ItemPointerGetOffsetNumberNoCheck(&tid) <= MaxHeapTuplesPerPage &&
+		ItemPointerGetBlockNumberNoCheck(&tid) < so->heap_blocks)
+		return;
+	if (scan->heapRelation != NULL)
+		so->heap_blocks = RelationGetNumberOfBlocks(scan->heapRelation);
+	if (ItemPointerIsValid(&tid) &&
+		ItemPointerGetOffsetNumberNoCheck(&tid) <= MaxHeapTuplesPerPage &&
+		(scan->heapRelation == NULL || ItemPointerGetBlockNumberNoCheck(&tid) < so->heap_blocks))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("gateann index \"%s\" is damaged: node %u points to heap TID %s, outside its table (%u blocks)",
+					RelationGetRelationName(scan->indexRelation), r->id,
+					gateann_tid_string(&tid), so->heap_blocks),
+			 errhint("REINDEX the index.")));
+}
+
 bool
 gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
@@ -1403,6 +1438,7 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 				so->stats.skipped++;
 				continue;
 			}
+			check_heap_tid(scan, &r);
 			so->last_dist = r.dist;
 			scan->xs_heaptid = r.tid;
 			scan->xs_recheck = so->need_recheck || r.recheck;

@@ -134,5 +134,36 @@ like(scan_error(),
 	qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a kind other than its type's/,
 	'a filter column kind other than its type\'s is damage');
 
+# A record whose heap TID points past the table (bytes damaged without
+# checksums; test/fuzz found it): a scan that reaches it fails naming the
+# index, not with the storage layer's "could not open file ... previous
+# segment is only N blocks" (XX000).  The TID follows the node id and the
+# version in the record header: block number (two 16-bit halves), offset.
+$node->safe_psql('postgres', q{REINDEX INDEX t_idx});
+$path = $node->data_dir . '/' .
+  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
+$node->stop;
+open($fh, '+<', $path) or die "open $path: $!";
+binmode $fh;
+($block, $page) = (0, '');
+while (read($fh, $page, 8192) == 8192)
+{
+	my ($magic, $kind) = unpack('V v', substr($page, 8192 - 8, 6));
+	last if $magic == 0x47415445 && $kind == 3;
+	$block++;
+}
+seek($fh, $block * 8192 + 24 + 8, 0);
+print $fh pack('v v v', 0xD0E9, 0x1234, 1);
+close $fh;
+$node->start;
+($ret, $out, $err) = $node->psql('postgres',
+	q{SET enable_seqscan = off; SET gateann.search_list_size = 600;
+SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 500) s},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/XX002: gateann index "t_idx" is damaged: node 0 points to heap TID \(3504935476,1\), outside its table/,
+	'a heap TID past the table is damage, named as such');
+like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
+	qr/node 0: heap TID \(3504935476,1\) beyond the table/, 'gateann_verify reports it');
+
 $node->stop;
 done_testing();
