@@ -143,12 +143,7 @@ expand_insert(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 	CHECK_FOR_INTERRUPTS();
 	gateann_read_record(is->index, meta, id, is->scratch, NULL);
 	hdr = GateannRecordHeader(is->scratch);
-	if (hdr->node_id != id)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("gateann index \"%s\": record of node %u holds node %u",
-						RelationGetRelationName(is->index), id, hdr->node_id),
-				 errhint("REINDEX the index.")));
+	gateann_record_check_node(is->index, hdr, id);
 	w->exp[w->nexp].id = id;
 	w->exp[w->nexp].deleted = (hdr->flags & GATEANN_NODE_DELETED) != 0;
 	memcpy(w->exp_vectors + (Size) w->nexp * meta->dims,

@@ -77,6 +77,17 @@ gateann_record_location(const GateannMetaPageData *meta, uint32 node_id)
 	return loc;
 }
 
+void
+gateann_record_check_node(Relation index, const GateannNodeHeader *hdr, uint32 node_id)
+{
+	if (hdr->node_id != node_id)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\": record of node %u holds node %u",
+						RelationGetRelationName(index), node_id, hdr->node_id),
+				 errhint("REINDEX the index.")));
+}
+
 int
 gateann_read_record(Relation index, const GateannMetaPageData *meta,
 					uint32 node_id, char *dst, BufferAccessStrategy strategy)

@@ -38,6 +38,13 @@ extern int	gateann_read_record(Relation index, const GateannMetaPageData *meta,
 								uint32 node_id, char *dst,
 								BufferAccessStrategy strategy);
 
+/*
+ * ERROR (index corrupted) unless the record header read for node_id names
+ * node_id: a reader that took a record from the wrong place must not use it.
+ */
+extern void gateann_record_check_node(Relation index, const GateannNodeHeader *hdr,
+									  uint32 node_id);
+
 /* Copy node_id's record header (share-locking its first page meanwhile). */
 extern void gateann_read_header(Relation index, const GateannMetaPageData *meta,
 								uint32 node_id, GateannNodeHeader *hdr);

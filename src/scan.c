@@ -522,12 +522,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 	if (so->track_timing)
 		INSTR_TIME_SET_CURRENT(start);
 	hdr = GateannRecordHeader(p->record);
-	if (hdr->node_id != id)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("gateann index \"%s\": record of node %u holds node %u",
-						RelationGetRelationName(scan->indexRelation), id, hdr->node_id),
-				 errhint("REINDEX the index.")));
+	gateann_record_check_node(scan->indexRelation, hdr, id);
 	so->stats.visited++;
 
 	if (!(hdr->flags & GATEANN_NODE_DELETED))

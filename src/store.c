@@ -287,12 +287,7 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 			gateann_filter_coder_code(a->coder, (const uint8 *) a->filter_area, id, a->cols);
 		}
 	}
-	if (hdr.node_id != id)
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("gateann index \"%s\": record of node %u holds node %u",
-						RelationGetRelationName(a->index), id, hdr.node_id),
-				 errhint("REINDEX the index.")));
+	gateann_record_check_node(a->index, &hdr, id);
 	if (hdr.flags & GATEANN_NODE_FREE)
 	{
 		/* a free slot is not a node: never present until an insert takes it */

@@ -947,6 +947,24 @@ relink_unreachable(Consolidation *c, uint64 since)
 	pfree(r.row);
 }
 
+/*
+ * The reached nodes nearest unreached node u (near_reached on u's vector,
+ * read through shared buffers); -1 if u's record is not a live node.
+ */
+static int
+near_unreached(Consolidation *c, Reach *r, uint32 u, float *table, int L, uint32 *near)
+{
+	const GateannMetaPageData *meta = &c->meta;
+
+	gateann_read_record(c->index, meta, u, c->rec, c->strategy);
+	if (GateannRecordHeader(c->rec)->node_id != u ||
+		(GateannRecordHeader(c->rec)->flags & GATEANN_NODE_DELETED))
+		return -1;
+	gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+							  GATEANN_PQ_L2, table);
+	return near_reached(c, r, table, L, near);
+}
+
 /* One pass of relink_unreachable; false if the store was replaced meanwhile */
 static bool
 relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint32 *near)
@@ -974,14 +992,8 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 		if (MAP_TEST(r.reached, id) || !gateann_store_has(c->store, id) ||
 			gateann_store_is_deleted(c->store, id))
 			continue;
-		gateann_read_record(c->index, meta, id, c->rec, c->strategy);
-		if (GateannRecordHeader(c->rec)->node_id != id ||
-			(GateannRecordHeader(c->rec)->flags & GATEANN_NODE_DELETED))
-			continue;
-		gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
-								  GATEANN_PQ_L2, table);
-		n = near_reached(c, &r, table, L, near);
-		if (n == 0)
+		n = near_unreached(c, &r, id, table, L, near);
+		if (n <= 0)
 			continue;
 
 		/*
@@ -1131,13 +1143,9 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 		/* (r->reached is the walk without a trial here) reached by an earlier link? */
 		if (gateann_reached(r->reached, u))
 			continue;
-		gateann_read_record(c->index, meta, u, c->rec, c->strategy);
-		if (GateannRecordHeader(c->rec)->node_id != u ||
-			(GateannRecordHeader(c->rec)->flags & GATEANN_NODE_DELETED))
+		n = near_unreached(c, r, u, table, L, near);
+		if (n < 0)
 			continue;
-		gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
-								  GATEANN_PQ_L2, table);
-		n = near_reached(c, r, table, L, near);
 		for (k = 0; k < n + (int) nnodes && tries < RELINK_CHECKED_TRIES; k++)
 		{
 			uint32		from = k < n ? near[k] : (u + (uint32) (k - n)) % nnodes;
