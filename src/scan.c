@@ -1371,21 +1371,26 @@ strict_wants_round(GateannScanOpaque so)
  * the damage.  The table's size is looked up again before a TID is refused
  * (rows inserted since the last look extend it).
  */
+static inline bool
+tid_within(ItemPointer tid, BlockNumber nblocks)
+{
+	return ItemPointerIsValid(tid) &&
+		ItemPointerGetOffsetNumberNoCheck(tid) <= MaxHeapTuplesPerPage &&
+		ItemPointerGetBlockNumberNoCheck(tid) < nblocks;
+}
+
 static void
 check_heap_tid(IndexScanDesc scan, const HeapEntry *r)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 	ItemPointerData tid = r->tid;
 
-	if (ItemPointerIsValid(&tid) &&
-		ItemPointerGetOffsetNumberNoCheck(&tid) <= MaxHeapTuplesPerPage &&
-		ItemPointerGetBlockNumberNoCheck(&tid) < so->heap_blocks)
+	if (tid_within(&tid, so->heap_blocks))
 		return;
-	if (scan->heapRelation != NULL)
-		so->heap_blocks = RelationGetNumberOfBlocks(scan->heapRelation);
-	if (ItemPointerIsValid(&tid) &&
-		ItemPointerGetOffsetNumberNoCheck(&tid) <= MaxHeapTuplesPerPage &&
-		(scan->heapRelation == NULL || ItemPointerGetBlockNumberNoCheck(&tid) < so->heap_blocks))
+	/* (no table to look at: any block number a TID can hold) */
+	so->heap_blocks = scan->heapRelation != NULL ?
+		RelationGetNumberOfBlocks(scan->heapRelation) : MaxBlockNumber + 1;
+	if (tid_within(&tid, so->heap_blocks))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INDEX_CORRUPTED),

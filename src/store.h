@@ -23,6 +23,7 @@
 
 #include "gateann.h"
 #include "pq.h"
+#include "search.h"
 #include "shmem.h"
 
 #include "access/xlogdefs.h"
@@ -205,6 +206,16 @@ extern int	gateann_store_row_neighbors(void *arg, uint32 id, uint32 *out, int ma
  */
 extern uint32 gateann_store_unreachable(const GateannStore *s,
 										const GateannMetaPageData *meta, uint8 *reached);
+
+/*
+ * The same walk over the rows `neighbors` gives (the store's with a change a
+ * caller is weighing: VACUUM's relinking), in the caller's buffers: queue
+ * (room for meta->nnodes ids) and row (tunnel_neighbors + 1).
+ */
+extern uint32 gateann_store_unreached_by(const GateannStore *s,
+										 const GateannMetaPageData *meta,
+										 GateannNeighborsFn neighbors, void *arg,
+										 uint8 *reached, uint32 *queue, uint32 *row);
 
 /* Copy id's row of the neighbor store into buf (R_max ids); its length. */
 extern int	gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf);

@@ -1074,26 +1074,13 @@ trial_row_neighbors(void *arg, uint32_t id, uint32_t *out, int max)
 	return gateann_store_row_neighbors(t->store, id, out, max);
 }
 
-/* Live nodes the entry points reach over rows (trial_row_neighbors) */
+/* Live nodes the entry points do not reach over rows (trial_row_neighbors) */
 static uint32
-trial_reached(Consolidation *c, Reach *r, TrialRows *t)
+trial_unreached(Consolidation *c, Reach *r, TrialRows *t)
 {
-	const GateannMetaPageData *meta = &c->meta;
-	uint32		nnodes = Min(meta->nnodes, c->store->capacity);
-	uint32		n = 0,
-				id;
-
-	memset(r->reached, 0, ((Size) meta->nnodes + 7) / 8);
-	(void) gateann_reach(nnodes, meta->entry_point, trial_row_neighbors, t,
-						 c->store->tunnel_neighbors, r->reached, r->queue, r->row);
-	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
-		(void) gateann_reach(nnodes, meta->entries[id], trial_row_neighbors, t,
-							 c->store->tunnel_neighbors, r->reached, r->queue, r->row);
-	for (id = 0; id < nnodes; id++)
-		if (gateann_reached(r->reached, id) && gateann_store_has(c->store, id) &&
-			!gateann_store_is_deleted(c->store, id))
-			n++;
-	return n;
+	memset(r->reached, 0, ((Size) c->meta.nnodes + 7) / 8);
+	return gateann_store_unreached_by(c->store, &c->meta, trial_row_neighbors, t,
+									  r->reached, r->queue, r->row);
 }
 
 /*
@@ -1101,8 +1088,8 @@ trial_reached(Consolidation *c, Reach *r, TrialRows *t)
  * nodes the passes kept linking and stranding in turn, each candidate link
  * (from the reached nodes nearest the node, then any reached node) is
  * tried in memory first -- a walk over the store's rows with the prefix
- * the link would give -- and written only if the walk then reaches more
- * live nodes than before.  A walk per try, RELINK_CHECKED_TRIES in all.
+ * the link would give -- and written only if the walk then leaves fewer
+ * live nodes unreached than before.  A walk per try, RELINK_CHECKED_TRIES in all.
  */
 #define RELINK_CHECKED_TRIES 256
 
@@ -1117,7 +1104,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
 	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
 	TrialRows	t;
-	uint32		best,
+	uint32		fewest,
 				u;
 	int			tries = 0;
 
@@ -1125,7 +1112,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 	t.from = InvalidNodeId;
 	t.prefix = NULL;
 	t.nprefix = 0;
-	best = trial_reached(c, r, &t);
+	fewest = trial_unreached(c, r, &t);
 	/* the nodes to link: fixed now, as the walk's bitmap changes per try */
 	for (u = 0; u < mapbytes; u++)
 		unreached[u] = (uint8) ~r->reached[u];
@@ -1171,7 +1158,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 			t.from = from;
 			t.prefix = out;
 			t.nprefix = Min(len, T);
-			linked = trial_reached(c, r, &t) > best;
+			linked = trial_unreached(c, r, &t) < fewest;
 			if (linked)
 			{
 				uint32	   *indeg = c->prefix_indeg;
@@ -1183,7 +1170,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 			}
 			/* the walk without a trial again (with the link, if it was kept) */
 			t.from = InvalidNodeId;
-			best = trial_reached(c, r, &t);
+			fewest = trial_unreached(c, r, &t);
 			if (linked)
 				break;
 		}
