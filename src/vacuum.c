@@ -925,7 +925,8 @@ relink_unreachable(Consolidation *c, uint64 since)
 		int64		before = c->relinked;
 
 		memset(r.reached, 0, ((Size) meta->nnodes + 7) / 8);
-		if (gateann_store_unreachable(c->store, meta, r.reached) == 0)
+		if (gateann_store_unreached_by(c->store, meta, gateann_store_row_neighbors, c->store,
+									   r.reached, r.queue, r.row) == 0)
 			break;
 		if (c->prefix_indeg == NULL)
 			c->prefix_indeg = MemoryContextAllocHuge(CurrentMemoryContext,
