@@ -86,9 +86,10 @@ SELECT q.q, (SELECT id FROM items ORDER BY v <-> q.v LIMIT 1) =
             (SELECT e.id FROM exact e WHERE e.q = q.q LIMIT 1) IS NOT NULL AS ok
   FROM queries q WHERE q.q <= 3 ORDER BY q.q;
 
--- parallel build (>= 10000 vectors, workers allowed) gives a working index
+-- parallel build (>= 10000 vectors; the table is small in pages, so its
+-- parallel_workers option asks the planner for workers) gives a working index
 SET max_parallel_maintenance_workers = 2;
-CREATE TABLE big (id int, v real[]);
+CREATE TABLE big (id int, v real[]) WITH (parallel_workers = 2);
 INSERT INTO big
   SELECT i, ARRAY(SELECT rnd(i, j) FROM generate_series(1, 4) j)
   FROM generate_series(1, 12000) i;

@@ -33,6 +33,7 @@
 #include "catalog/index.h"
 #include "commands/progress.h"
 #include "miscadmin.h"
+#include "optimizer/optimizer.h"
 #include "portability/instr_time.h"
 #include "pgstat.h"
 #include "storage/bufmgr.h"
@@ -472,19 +473,48 @@ renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entrie
 }
 
 /*
- * Build the graph with parallel workers when max_parallel_maintenance_workers
- * allows, the index is big enough to be worth it, and the shared copy of the
- * vectors still fits in maintenance_work_mem.  False: build serially.
+ * Parallel workers for the graph: the planner's choice for this table, as for
+ * a btree build.  That is the table's parallel_workers option when set, else
+ * a number that grows with the table's size in pages (min_parallel_table_scan_size),
+ * at most max_parallel_maintenance_workers and reduced so that each
+ * participant keeps 32 MB of maintenance_work_mem; none for a temporary
+ * table or when the caller wants a serial build.  Vectors stored out of line
+ * (TOAST) leave the table small in pages, so such a table may need
+ * parallel_workers set to build in parallel.
+ */
+static int
+planned_workers(Relation heap, Relation index, IndexInfo *indexInfo)
+{
+#ifdef GATEANN_HAVE_AMCANBUILDPARALLEL
+	return indexInfo->ii_ParallelWorkers;
+#else
+	return plan_create_index_workers(RelationGetRelid(heap), RelationGetRelid(index));
+#endif
+}
+
+/*
+ * Build the graph with the planner's parallel workers when it chose some, the
+ * index is big enough to be worth it, and the shared copy of the vectors
+ * still fits in maintenance_work_mem.  False: build serially.
  */
 static bool
 build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts,
-					 const uint32 *entries, int nentries)
+					 const uint32 *entries, int nentries, int nworkers)
 {
 	Size		need;
 
-	if (max_parallel_maintenance_workers <= 0 || IsInParallelMode() ||
-		bs->n < GATEANN_PARALLEL_MIN_NODES)
+	if (nworkers <= 0 || IsInParallelMode())
+	{
+		elog(DEBUG1, "gateann: building the graph serially: the planner chose no parallel workers for table \"%s\"",
+			 bs->heapname);
 		return false;
+	}
+	if (bs->n < GATEANN_PARALLEL_MIN_NODES)
+	{
+		elog(DEBUG1, "gateann: building the graph serially: %u vectors, fewer than %d",
+			 bs->n, GATEANN_PARALLEL_MIN_NODES);
+		return false;
+	}
 
 	/* private arrays + the shared segment, which duplicates the vectors */
 	need = (Size) bs->n * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
@@ -502,7 +532,7 @@ build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts,
 										opts->build_search_list_size,
 										(float) opts->alpha,
 										gateann_tunnel_neighbors(opts),
-										max_parallel_maintenance_workers,
+										nworkers,
 										graph_progress);
 }
 
@@ -685,7 +715,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		graph.n = bs.n;
 		graph.vectors = bs.vectors;
 		graph.R = opts->max_neighbors;
-		if (!build_graph_parallel(&bs, &graph, opts, entries, nentries))
+		if (!build_graph_parallel(&bs, &graph, opts, entries, nentries,
+								  planned_workers(heap, index, indexInfo)))
 			gateann_graph_build(&graph, entries, nentries, opts->build_search_list_size,
 								(float) opts->alpha, gateann_tunnel_neighbors(opts),
 								graph_progress);

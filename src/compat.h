@@ -68,4 +68,31 @@
 #define GATEANN_MY_LXID()	(MyProc->lxid)
 #endif
 
+/*
+ * PG16 added ExtendBufferedRel(), which takes the relation extension lock
+ * itself; before, P_NEW needs the caller to hold it (page.c).
+ */
+#if PG_VERSION_NUM >= 160000
+#define GATEANN_HAVE_EXTEND_BUFFERED_REL	1
+#endif
+
+/*
+ * PG18 compares a path's disabled_nodes before its cost (cost.c marks the
+ * path it cannot use that way too).
+ */
+#if PG_VERSION_NUM >= 180000
+#define GATEANN_HAVE_DISABLED_NODES	1
+#endif
+
+/*
+ * PG17 added amcanbuildparallel: index_build() then asks the planner for the
+ * number of parallel workers (plan_create_index_workers(), which honours the
+ * table's parallel_workers option and returns 0 when the caller wants a
+ * serial build) and passes it in ii_ParallelWorkers.  Before, it did so only
+ * for btree, so the AM asks the planner itself (build.c).
+ */
+#if PG_VERSION_NUM >= 170000
+#define GATEANN_HAVE_AMCANBUILDPARALLEL	1
+#endif
+
 #endif							/* GATEANN_COMPAT_H */

@@ -56,7 +56,7 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 		*indexSelectivity = 0;
 		*indexCorrelation = 0;
 		*indexPages = 0;
-#if PG_VERSION_NUM >= 180000
+#ifdef GATEANN_HAVE_DISABLED_NODES
 		/*
 		 * PG18 compares disabled_nodes before cost: a path disabled by e.g.
 		 * enable_seqscan = off counts 1, so mark this one as worse still.

@@ -290,6 +290,9 @@ gateann_handler(PG_FUNCTION_ARGS)
 	amroutine->amclusterable = false;
 	amroutine->ampredlocks = false;
 	amroutine->amcanparallel = false;
+#ifdef GATEANN_HAVE_AMCANBUILDPARALLEL
+	amroutine->amcanbuildparallel = true;
+#endif
 	amroutine->amcaninclude = false;
 	amroutine->amusemaintenanceworkmem = true;
 	amroutine->amparallelvacuumoptions = VACUUM_OPTION_PARALLEL_BULKDEL;

@@ -26,7 +26,7 @@ gateann_init_page(Page page, uint16 kind)
 Buffer
 gateann_new_buffer(Relation index, ForkNumber fork)
 {
-#if PG_VERSION_NUM >= 160000
+#ifdef GATEANN_HAVE_EXTEND_BUFFERED_REL
 	return ExtendBufferedRel(BMR_REL(index), fork, NULL, EB_LOCK_FIRST);
 #else
 	Buffer		buf;

@@ -192,6 +192,8 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 		if (pass > 1)
 			ReinitializeParallelDSM(pcxt);
 		LaunchParallelWorkers(pcxt);
+		elog(DEBUG1, "gateann: building the graph, pass %d, with %d of %d parallel workers launched",
+			 pass, pcxt->nworkers_launched, nworkers);
 		if (progress)
 			progress(pass, 0, sh->n);
 		run_pass(sh, &g, s, progress);

@@ -1,0 +1,100 @@
+# Copyright: gateann authors.
+#
+# The number of parallel workers that build the graph is the planner's choice
+# for the table, as for a btree build: the table's parallel_workers option,
+# else a number growing with the table's size in pages, at most
+# max_parallel_maintenance_workers, cut so that each participant keeps 32 MB of
+# maintenance_work_mem; none for a temporary table.  The build says what it
+# chose at DEBUG1; every index built here must still find its rows.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use GateannTest;
+
+my $node = gateann_node('main');
+
+$node->safe_psql('postgres', q{
+SELECT setseed(0.25);
+CREATE TABLE t (id int PRIMARY KEY, embedding real[]);
+} . random_vectors_sql('t', 12000, 8) . q{
+ANALYZE t;
+});
+
+# Build an index on $table with the session settings $set, and return what
+# the build logged about its workers: 'serial' or the number of workers asked
+# for.  The index must find 30 sampled rows as their own nearest row.
+sub build_workers
+{
+	my ($table, $set, $name) = @_;
+	my $offset = -s $node->logfile;
+
+	my $found = $node->safe_psql('postgres', qq{
+SET log_min_messages = debug1;
+$set
+CREATE INDEX ${table}_idx ON $table USING gateann (embedding)
+  WITH (max_neighbors = 16, build_search_list_size = 32);
+RESET log_min_messages;
+SET enable_seqscan = off;
+SELECT count(*) FROM $table s
+ WHERE s.id % 400 = 0
+   AND (SELECT o.id FROM $table o ORDER BY o.embedding <-> s.embedding LIMIT 1) = s.id;
+DROP INDEX ${table}_idx;
+});
+	cmp_ok($found, '>=', 28, "$name: the index finds its rows ($found of 30)");
+
+	my $log = slurp_file($node->logfile, $offset);
+	return 'serial'
+	  if $log =~ /gateann: building the graph serially: the planner chose no parallel workers/;
+	return $1
+	  if $log =~ /gateann: building the graph, pass 1, with \d+ of (\d+) parallel workers launched/;
+	return 'unknown';
+}
+
+# 12,000 short rows fill about 130 pages, below min_parallel_table_scan_size
+# (8 MB): the planner chooses no workers.
+is(build_workers('t', '', 'small table'), 'serial', 'a small table builds serially');
+
+# The size rule: a 1 MB threshold (128 pages) gives one worker, 64 kB three,
+# capped at max_parallel_maintenance_workers.
+is(build_workers('t', "SET min_parallel_table_scan_size = '1MB';", 'threshold 1MB'),
+	'1', 'a table past min_parallel_table_scan_size gets one worker');
+is( build_workers(
+		't',
+		"SET min_parallel_table_scan_size = '64kB'; SET max_parallel_maintenance_workers = 2;",
+		'threshold 64kB'),
+	'2',
+	'workers grow with the size, up to max_parallel_maintenance_workers');
+
+# Each participant keeps 32 MB of maintenance_work_mem: 64 MB leaves one worker.
+is( build_workers(
+		't',
+		"SET min_parallel_table_scan_size = '64kB'; SET maintenance_work_mem = '64MB';",
+		'64MB'),
+	'1',
+	'maintenance_work_mem caps the workers');
+
+# The table's parallel_workers option wins over the size rule, still capped
+# by max_parallel_maintenance_workers; 0 there means a serial build.
+$node->safe_psql('postgres', 'ALTER TABLE t SET (parallel_workers = 2)');
+is(build_workers('t', '', 'parallel_workers = 2'), '2', 'the table option asks for workers');
+is(build_workers('t', 'SET max_parallel_maintenance_workers = 1;', 'capped'),
+	'1', 'max_parallel_maintenance_workers caps the table option');
+is(build_workers('t', 'SET max_parallel_maintenance_workers = 0;', 'disabled'),
+	'serial', 'max_parallel_maintenance_workers = 0 builds serially');
+
+# A temporary table never gets workers.
+is( build_workers(
+		'tt',
+		"CREATE TEMP TABLE tt (id int, embedding real[]) WITH (parallel_workers = 2); "
+		  . "INSERT INTO tt SELECT * FROM t;",
+		'temporary'),
+	'serial',
+	'a temporary table builds serially');
+
+$node->stop;
+done_testing();
