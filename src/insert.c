@@ -114,14 +114,6 @@ typedef struct InsertWalk
 	int			nexp;
 } InsertWalk;
 
-static inline bool
-walk_visit(InsertWalk *w, uint32 id)
-{
-	if (w->visited[id >> 3] & (1 << (id & 7)))
-		return false;
-	w->visited[id >> 3] |= 1 << (id & 7);
-	return true;
-}
 
 /*
  * An expansion: read the record through shared buffers, keep its exact
@@ -158,7 +150,7 @@ expand_insert(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 	{
 		uint32		nb = nbrs[i];
 
-		if (!gateann_store_has(is->store, nb) || !walk_visit(w, nb))
+		if (!gateann_store_has(is->store, nb) || gateann_visit(w->visited, nb))
 			continue;
 		ids[n] = nb;
 		dists[n++] = gateann_pq_code_distance(is->table, gateann_store_code(is->store, nb),
@@ -205,7 +197,7 @@ insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max
 	nseeds = 1 + Min(gateann_store_entries_by_distance(store, meta, is->table, seeds + 1),
 					 GATEANN_INSERT_ENTRY_SEEDS);
 	for (k = 0; k < nseeds; k++)
-		if (walk_visit(&w, seeds[k]))
+		if (!gateann_visit(w.visited, seeds[k]))
 			gateann_candidate_insert(list, &size, L, seeds[k],
 									 gateann_pq_code_distance(is->table,
 															  gateann_store_code(store, seeds[k]),
@@ -668,19 +660,16 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
 		at = -1;
 	if (force && (at < 0 || at >= is->r_max))
 	{
-		/* into the row; a full list loses its last (what leaves the row: below) */
-		int			pos = Min(newdeg, Max(is->r_max, 1) - 1);
+		/*
+		 * Into the row, in the place of its last entry, which moves just
+		 * behind it; a full list loses its last (what leaves the row: below).
+		 */
+		uint32		linked[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
 
-		if (at >= 0)
-		{
-			memmove(&newlist[at], &newlist[at + 1], sizeof(uint32) * (newdeg - 1 - at));
-			newdeg--;
-		}
-		if (newdeg < R)
-			newdeg++;
-		memmove(&newlist[pos + 1], &newlist[pos], sizeof(uint32) * (newdeg - 1 - pos));
-		newlist[pos] = p;
-		at = pos;
+		newdeg = gateann_prefix_link(newlist, newdeg, R, p, is->r_max, NULL, 0, linked);
+		memcpy(newlist, linked, sizeof(uint32) * newdeg);
+		for (at = 0; newlist[at] != p; at++)
+			;
 	}
 
 	/*

@@ -64,6 +64,7 @@
 #include "meta.h"
 #include "page.h"
 #include "prefilter.h"
+#include "search.h"
 #include "store.h"
 #include "topk.h"
 #include "vector.h"
@@ -86,13 +87,6 @@
 #define GATEANN_LIST_SCALE_MAX	64
 /* ... and never longer than this */
 #define GATEANN_MAX_LIST_SIZE	1000000
-
-typedef struct FrontierEntry
-{
-	float		dist;			/* PQ distance */
-	uint32		id;
-	bool		expanded;		/* dispatched: read issued or done */
-} FrontierEntry;
 
 /* Min-heap element, used for results (exact) and evicted candidates (PQ) */
 typedef struct HeapEntry
@@ -141,7 +135,7 @@ typedef struct GateannScanOpaqueData
 	int			tunnel_neighbors;	/* neighbors used when tunneling */
 	uint32	   *rowbuf;			/* neighbor-store rows of a tunnel run or a
 								 * record's list, copied out */
-	FrontierEntry *batch;		/* as many entries: new neighbors, sorted */
+	GateannCandidate *batch;	/* as many entries: new neighbors, sorted */
 	int			tunnel_batch;	/* gateann.tunnel_batch of this scan */
 	uint32		known_match;	/* a candidate that passed the check, or
 								 * InvalidNodeId */
@@ -170,7 +164,8 @@ typedef struct GateannScanOpaqueData
 	double		over_sum;
 	double		over_sq;
 
-	FrontierEntry *frontier;
+	GateannCandidate *frontier;	/* by PQ distance; expanded: dispatched
+								 * (read issued or done) or tunneled */
 	int			fsize;
 	int			L;				/* current list size */
 	int			first_unexpanded;
@@ -292,17 +287,6 @@ heap_pop(MinHeap *h)
 	return top;
 }
 
-static inline bool
-visited_test_and_set(GateannScanOpaque so, uint32 id)
-{
-	uint8		bit = (uint8) (1 << (id & 7));
-
-	if (so->visited[id >> 3] & bit)
-		return true;
-	so->visited[id >> 3] |= bit;
-	return false;
-}
-
 /* A candidate that fell off the frontier, kept for a resumed search */
 static inline void
 evict(GateannScanOpaque so, uint32 id, float dist)
@@ -316,71 +300,37 @@ evict(GateannScanOpaque so, uint32 id, float dist)
 	heap_append(&so->evicted, ev);
 }
 
-/* A full list whose last entry is at least as good has no room for dist */
-static inline bool
-frontier_rejects(GateannScanOpaque so, float dist)
+/* (a GateannDropFn) */
+static void
+evict_dropped(void *arg, uint32_t id, float dist)
 {
-	return so->fsize == so->L && dist >= so->frontier[so->fsize - 1].dist;
+	evict((GateannScanOpaque) arg, id, dist);
 }
 
 /*
- * Insert batch[0..nb-1] (sorted by distance; equal ones in the order they
- * came) into the sorted frontier in one backward merge: the result is what
- * inserting them one by one would give (an entry goes after those of equal
- * distance already there), for one pass over the tail instead of one
- * memmove per entry.  Whatever falls off the list goes to `evicted`.
+ * Merge batch[0..nb-1] (sorted by distance; equal ones in the order they
+ * came) into the frontier; what falls off it goes to `evicted`, and the scan
+ * point moves back to the best new entry.
  */
 static void
-frontier_merge(GateannScanOpaque so, const FrontierEntry *batch, int nb)
+frontier_merge(GateannScanOpaque so, const GateannCandidate *batch, int nb)
 {
-	FrontierEntry *f = so->frontier;
-	int			total = so->fsize + nb;
-	int			keep = Min(total, so->L);
-	int			i = so->fsize - 1;
-	int			j = nb - 1;
-	int			w;
-	int			drop;
+	int			pos = gateann_candidate_merge(so->frontier, &so->fsize, so->L, batch, nb,
+											  evict_dropped, so);
 
-	/* what ranks beyond the list falls off, largest first */
-	for (drop = total - keep; drop > 0; drop--)
-	{
-		/* on equal distance the new entry ranks after the old one */
-		if (j >= 0 && (i < 0 || batch[j].dist >= f[i].dist))
-		{
-			evict(so, batch[j].id, batch[j].dist);
-			j--;
-		}
-		else
-		{
-			/* an expanded entry has already produced its result: drop it */
-			if (!f[i].expanded)
-				evict(so, f[i].id, f[i].dist);
-			i--;
-		}
-	}
-	w = keep - 1;
-	while (j >= 0)
-	{
-		if (i >= 0 && f[i].dist > batch[j].dist)
-			f[w--] = f[i--];
-		else
-			f[w--] = batch[j--];
-	}
-	so->fsize = keep;
-	/* w + 1 is where the best new entry went (if any was kept) */
-	if (w + 1 < keep && w + 1 < so->first_unexpanded)
-		so->first_unexpanded = w + 1;
+	if (pos >= 0 && pos < so->first_unexpanded)
+		so->first_unexpanded = pos;
 }
 
 /* Insert one candidate into the sorted frontier */
 static void
 frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 {
-	FrontierEntry e;
+	GateannCandidate e;
 
 	e.dist = dist;
 	e.id = id;
-	e.expanded = false;
+	e.expanded = 0;
 	frontier_merge(so, &e, 1);
 }
 
@@ -412,7 +362,7 @@ static void
 seed_one(GateannScanOpaque so, uint32 id)
 {
 	if (id >= so->store->capacity || !gateann_store_has(so->store, id) ||
-		visited_test_and_set(so, id))
+		gateann_visit(so->visited, id))
 		return;
 	frontier_insert(so, id, pq_distance(so, id));
 }
@@ -426,7 +376,7 @@ seed_one(GateannScanOpaque so, uint32 id)
 static void
 frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 {
-	FrontierEntry *batch = so->batch;
+	GateannCandidate *batch = so->batch;
 	int			keep = 0;
 	int			nbatch = 0;
 	int			i;
@@ -436,7 +386,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 		uint32		nb = nbrs[i];
 
 		/* (a node being inserted right now is not in the store yet) */
-		if (!gateann_store_has(so->store, nb) || visited_test_and_set(so, nb))
+		if (!gateann_store_has(so->store, nb) || gateann_visit(so->visited, nb))
 			continue;
 		gateann_prefetch(gateann_store_code(so->store, nb));
 		nbrs[keep++] = nb;
@@ -444,19 +394,14 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 	for (i = 0; i < keep; i++)
 	{
 		float		dist = pq_distance(so, nbrs[i]);
-		int			j;
 
-		if (frontier_rejects(so, dist))
+		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, dist))
 		{
 			evict(so, nbrs[i], dist);
 			continue;
 		}
-		/* insertion sort, stable: equal distances keep their order */
-		for (j = nbatch++; j > 0 && batch[j - 1].dist > dist; j--)
-			batch[j] = batch[j - 1];
-		batch[j].dist = dist;
-		batch[j].id = nbrs[i];
-		batch[j].expanded = false;
+		/* sorted, equal distances in arrival order; never full (keep slots) */
+		gateann_candidate_insert(batch, &nbatch, keep, nbrs[i], dist);
 	}
 	if (nbatch > 0)
 		frontier_merge(so, batch, nbatch);
@@ -680,12 +625,12 @@ dispatch(GateannScanOpaque so)
 			int			n = 0;
 			int			j;
 
-			so->frontier[i].expanded = true;
+			so->frontier[i].expanded = 1;
 			run[n++] = id;
 			/* the next best candidates, while they fail too */
 			for (j = i + 1; j < so->fsize && n < so->tunnel_batch; j++)
 			{
-				FrontierEntry *c = &so->frontier[j];
+				GateannCandidate *c = &so->frontier[j];
 
 				if (c->expanded)
 					continue;
@@ -694,7 +639,7 @@ dispatch(GateannScanOpaque so)
 					so->known_match = c->id;	/* read it next, unchecked */
 					break;
 				}
-				c->expanded = true;
+				c->expanded = 1;
 				run[n++] = c->id;
 			}
 			/* the candidate after the run is likely crossed next: its row's misses overlap ours */
@@ -713,7 +658,7 @@ dispatch(GateannScanOpaque so)
 		if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
 							   so->next_seq))
 			break;
-		so->frontier[i].expanded = true;
+		so->frontier[i].expanded = 1;
 		so->expanded++;
 		p = &so->pending[so->next_seq % so->width];
 		p->id = id;
@@ -767,10 +712,9 @@ unreached_bound(GateannScanOpaque so)
 		for (i = 0; i < (int) Min(so->meta.nentries, GATEANN_MAX_ENTRIES); i++)
 		{
 			uint32		e = so->meta.entries[i];
-			uint8		bit = (uint8) (1 << (e & 7));
 
 			if (e < so->store->capacity && gateann_store_has(so->store, e) &&
-				!(so->visited[e >> 3] & bit))
+				!gateann_reached(so->visited, e))
 				bound = Min(bound, pq_distance(so, e));
 		}
 	}
@@ -822,7 +766,7 @@ grow_list(GateannScanOpaque so)
 {
 	int			newL = (int) Min((int64) so->L * 2, (int64) gateann_max_scan_tuples + so->L);
 
-	so->frontier = repalloc_huge(so->frontier, sizeof(FrontierEntry) * newL);
+	so->frontier = repalloc_huge(so->frontier, sizeof(GateannCandidate) * newL);
 	so->L = newL;
 }
 
@@ -885,7 +829,7 @@ prefilter_load(GateannScanOpaque so)
 	{
 		so->frontier[i].dist = batch[i].dist;
 		so->frontier[i].id = batch[i].id;
-		so->frontier[i].expanded = false;
+		so->frontier[i].expanded = 0;
 	}
 	so->fsize = n;
 	so->first_unexpanded = 0;
@@ -1169,7 +1113,7 @@ search_open(GateannScanOpaque so, Relation index)
 	for (i = 0; i < so->width; i++)
 		so->pending[i].record = palloc(so->meta.record_size);
 	so->L = first_list_size(so);
-	so->frontier = palloc(sizeof(FrontierEntry) * so->L);
+	so->frontier = palloc(sizeof(GateannCandidate) * so->L);
 }
 
 /*
@@ -1191,7 +1135,7 @@ search_graph(IndexScanDesc scan)
 	so->tunnel_batch = gateann_tunnel_batch;
 	so->known_match = InvalidNodeId;
 	so->rowbuf = palloc(sizeof(uint32) * maxrow * so->tunnel_batch);
-	so->batch = palloc(sizeof(FrontierEntry) * maxrow * so->tunnel_batch);
+	so->batch = palloc(sizeof(GateannCandidate) * maxrow * so->tunnel_batch);
 
 	seed_frontier(so);
 	search_round(scan);

@@ -11,7 +11,7 @@ gateann_candidate_insert(GateannCandidate *list, int *size, int L, uint32_t id, 
 	int			lo = 0,
 				hi = *size;
 
-	if (L < 1 || (*size >= L && dist >= list[L - 1].dist))
+	if (L < 1 || gateann_candidate_rejects(list, *size, L, dist))
 		return -1;
 	while (lo < hi)
 	{
@@ -29,6 +29,48 @@ gateann_candidate_insert(GateannCandidate *list, int *size, int L, uint32_t id, 
 	list[lo].dist = dist;
 	list[lo].expanded = 0;
 	return lo;
+}
+
+int
+gateann_candidate_merge(GateannCandidate *list, int *size, int L,
+						const GateannCandidate *batch, int nb, GateannDropFn drop, void *arg)
+{
+	int			total = *size + nb;
+	int			keep = total < L ? total : L;
+	int			i = *size - 1;
+	int			j = nb - 1;
+	int			w;
+	int			left;
+
+	/* what ranks beyond the list falls off, worst first */
+	for (left = total - keep; left > 0; left--)
+	{
+		/* on equal distance the new entry ranks after the old one */
+		if (j >= 0 && (i < 0 || batch[j].dist >= list[i].dist))
+		{
+			if (drop)
+				drop(arg, batch[j].id, batch[j].dist);
+			j--;
+		}
+		else
+		{
+			/* an expanded entry has already given what it had */
+			if (drop && !list[i].expanded)
+				drop(arg, list[i].id, list[i].dist);
+			i--;
+		}
+	}
+	w = keep - 1;
+	while (j >= 0)
+	{
+		if (i >= 0 && list[i].dist > batch[j].dist)
+			list[w--] = list[i--];
+		else
+			list[w--] = batch[j--];
+	}
+	*size = keep;
+	/* w + 1 is where the best new entry went, if any was kept */
+	return w + 1 < keep ? w + 1 : -1;
 }
 
 int
@@ -72,7 +114,7 @@ gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn neighbors, void
 
 	if (from >= nnodes || gateann_reached(reached, from))
 		return 0;
-	reached[from >> 3] |= (uint8_t) (1 << (from & 7));
+	gateann_visit(reached, from);
 	queue[tail++] = from;
 	while (head < tail)
 	{
@@ -87,9 +129,8 @@ gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn neighbors, void
 		{
 			uint32_t	nb = row[i];
 
-			if (nb >= nnodes || gateann_reached(reached, nb))
+			if (nb >= nnodes || gateann_visit(reached, nb))
 				continue;
-			reached[nb >> 3] |= (uint8_t) (1 << (nb & 7));
 			queue[tail++] = nb;
 		}
 	}

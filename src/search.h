@@ -76,6 +76,31 @@ typedef struct GateannCandidate
 extern int	gateann_candidate_insert(GateannCandidate *list, int *size, int L,
 									 uint32_t id, float dist);
 
+/* A full list whose last entry is at least as close has no room for dist */
+static inline int
+gateann_candidate_rejects(const GateannCandidate *list, int size, int L, float dist)
+{
+	return size >= L && dist >= list[L - 1].dist;
+}
+
+/*
+ * Told of a candidate that leaves a list without having been expanded, so
+ * that a walk that resumes later can take it up again.
+ */
+typedef void (*GateannDropFn) (void *arg, uint32_t id, float dist);
+
+/*
+ * Merge batch[0..nb) (sorted, equal distances in arrival order) into
+ * list[0..*size), at most L entries: the list that inserting them one by one
+ * with gateann_candidate_insert gives, in one backward pass instead of one
+ * move of the tail per entry.  What falls off -- new entries, and old ones
+ * not expanded yet -- goes to drop (may be NULL), worst first.  Returns the
+ * position of the best new entry kept, or -1 when none was kept.
+ */
+extern int	gateann_candidate_merge(GateannCandidate *list, int *size, int L,
+									const GateannCandidate *batch, int nb,
+									GateannDropFn drop, void *arg);
+
 /*
  * Expand node id (at distance dist): write the neighbors a walk has not met
  * yet to ids and their distances to dists (the callback keeps the visited
@@ -95,10 +120,25 @@ typedef int (*GateannExpandFn) (void *arg, uint32_t id, float dist, uint32_t *id
 extern int	gateann_best_first(GateannCandidate *list, int size, int L, int max_expand,
 							   GateannExpandFn expand, void *arg, uint32_t *ids, float *dists);
 
+/*
+ * Sets of node ids met by a walk: one bit per id.  gateann_visit marks id
+ * and returns whether it was marked already.
+ */
 static inline int
 gateann_reached(const uint8_t *reached, uint32_t id)
 {
 	return (reached[id >> 3] >> (id & 7)) & 1;
+}
+
+static inline int
+gateann_visit(uint8_t *set, uint32_t id)
+{
+	uint8_t		bit = (uint8_t) (1 << (id & 7));
+
+	if (set[id >> 3] & bit)
+		return 1;
+	set[id >> 3] |= bit;
+	return 0;
 }
 
 #endif							/* GATEANN_SEARCH_H */

@@ -177,6 +177,103 @@ case_candidate_insert(void)
 		  "push-out: %u,%u,%u\n", l[0].id, l[1].id, l[2].id);
 }
 
+/* What a merge dropped, in order */
+typedef struct Dropped
+{
+	uint32_t	ids[64];
+	int			n;
+} Dropped;
+
+static void
+record_drop(void *arg, uint32_t id, float dist)
+{
+	Dropped    *d = arg;
+
+	(void) dist;
+	if (d->n < 64)
+		d->ids[d->n++] = id;
+}
+
+/*
+ * A batch merge gives the list that inserting the batch one entry at a time
+ * gives (the scan merges, build and insert insert one by one); it drops the
+ * new entries that do not fit and the old unexpanded ones pushed out, and
+ * returns where the best new entry went.
+ */
+static void
+case_candidate_merge(void)
+{
+	TestRng		rng = {12345};
+	int			round;
+	GateannCandidate l[3];
+	GateannCandidate b[2];
+	Dropped		d = {{0}, 0};
+	int			n = 0;
+
+	for (round = 0; round < 2000; round++)
+	{
+		GateannCandidate merged[16],
+					one[16],
+					batch[8];
+		int			L = 1 + (int) (trng_next(&rng) % 12);
+		int			size = (int) (trng_next(&rng) % (L + 1));
+		int			nb = (int) (trng_next(&rng) % 9);
+		int			nmerged,
+					none = 0,
+					nbatch = 0,
+					pos,
+					best = -1,
+					i;
+
+		/* distances on a coarse grid: many ties */
+		for (i = 0; i < size; i++)
+			gateann_candidate_insert(one, &none, L, 100 + i, (float) (trng_next(&rng) % 6));
+		for (i = 0; i < none; i++)
+			one[i].expanded = (int) (trng_next(&rng) % 2);
+		memcpy(merged, one, sizeof(one));
+		nmerged = none;
+		for (i = 0; i < nb; i++)
+			gateann_candidate_insert(batch, &nbatch, nb, 200 + i, (float) (trng_next(&rng) % 6));
+		pos = gateann_candidate_merge(merged, &nmerged, L, batch, nbatch, NULL, NULL);
+		for (i = 0; i < nbatch; i++)
+			gateann_candidate_insert(one, &none, L, batch[i].id, batch[i].dist);
+		/* the best new entry is the first new one in the list */
+		for (i = 0; i < none; i++)
+			if (one[i].id >= 200)
+			{
+				best = i;
+				break;
+			}
+		CHECK(nmerged == none, "round %d: size %d, one by one %d\n", round, nmerged, none);
+		for (i = 0; i < none && i < nmerged; i++)
+			CHECK(merged[i].id == one[i].id && merged[i].expanded == one[i].expanded,
+				  "round %d: entry %d is %u, one by one %u\n", round, i, merged[i].id, one[i].id);
+		CHECK(pos == best, "round %d: best new entry at %d, one by one %d\n", round, pos, best);
+	}
+
+	/* drops: a new entry that does not fit, then an old unexpanded one */
+	gateann_candidate_insert(l, &n, 3, 1, 1.0f);
+	gateann_candidate_insert(l, &n, 3, 2, 2.0f);
+	gateann_candidate_insert(l, &n, 3, 3, 3.0f);
+	l[2].expanded = 1;
+	b[0].id = 4;
+	b[0].dist = 0.5f;
+	b[0].expanded = 0;
+	b[1].id = 5;
+	b[1].dist = 3.0f;
+	b[1].expanded = 0;
+	CHECK(gateann_candidate_merge(l, &n, 3, b, 2, record_drop, &d) == 0 && n == 3,
+		  "merge position\n");
+	CHECK(l[0].id == 4 && l[1].id == 1 && l[2].id == 2, "merged list %u,%u,%u\n",
+		  l[0].id, l[1].id, l[2].id);
+	/* 5 ties with the expanded 3 and ranks after it: 5 dropped, 3 gone silently */
+	CHECK(d.n == 1 && d.ids[0] == 5, "dropped %d: %u\n", d.n, d.ids[0]);
+	b[0].id = 6;
+	b[0].dist = 0.1f;
+	CHECK(gateann_candidate_merge(l, &n, 3, b, 1, record_drop, &d) == 0 && d.n == 2 &&
+		  d.ids[1] == 2, "an unexpanded entry pushed out is dropped\n");
+}
+
 /* A walk over points on a line: dist = |pos - q|, the visited set by flags */
 typedef struct LineWalk
 {
@@ -255,5 +352,6 @@ run_search_tests(void)
 	RUN_CASE("search: a prefix with room or a spare entry", case_prefix_has_spare());
 	RUN_CASE("search: breadth-first walk, refused nodes, prefixes", case_reach());
 	RUN_CASE("search: candidate list order, ties, a full list", case_candidate_insert());
+	RUN_CASE("search: a batch merge equals inserting one by one; drops", case_candidate_merge());
 	RUN_CASE("search: best-first walk order, scan point, expansion limit", case_best_first());
 }
