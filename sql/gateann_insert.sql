@@ -144,4 +144,20 @@ RESET gateann.io_method;
 SELECT ARRAY(SELECT id FROM ins ORDER BY v <-> cvec(4242) LIMIT 10) = ids AS auto_same
   FROM io_rows;
 
-DROP TABLE ins, cos, unl, tmp, wide;
+-- 11. a reverse edge that pushes an entry out of a full prefix may strand the
+-- node it pointed to; the new node takes such nodes into its own prefix.
+-- With a prefix of 4, 600 inserts into 6,000 rows left 81 nodes unreachable
+-- over prefixes until the next VACUUM when they were put behind it
+SET max_parallel_maintenance_workers = 0;
+CREATE FUNCTION strand_vec(i int, base int) RETURNS real[] LANGUAGE sql VOLATILE
+  AS $$ SELECT array_agg((i % base) + random()::real) FROM generate_series(1, 16) $$;
+CREATE TABLE strand (id int, v real[], a int);
+SELECT setseed(0.42);
+INSERT INTO strand SELECT i, strand_vec(i, 7), i % 5 FROM generate_series(1, 6000) i;
+CREATE INDEX strand_idx ON strand USING gateann (v, a) WITH (tunnel_neighbors = 4);
+INSERT INTO strand SELECT i, strand_vec(i, 3), i % 5 FROM generate_series(6001, 6600) i;
+SELECT unreachable_nodes FROM gateann_index_info('strand_idx');
+RESET max_parallel_maintenance_workers;
+
+DROP TABLE ins, cos, unl, tmp, wide, strand;
+DROP FUNCTION strand_vec;

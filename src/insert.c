@@ -697,44 +697,86 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
  * The neighbors reverse-edge prunes took out of their rows may have lost
  * their last in-edge a tunneling search follows (the prune cannot know);
  * each was next to a neighbor of the new node p, so p, reachable itself,
- * keeps an edge to it while its list has room (in its own row too, while
- * that is not full: p's prune seldom fills it).
+ * takes them into its own row.  When the row is full they push p's own
+ * entries behind it -- nodes that were reachable before p existed -- but
+ * take at most half of it, so that a walk through p still goes on towards
+ * p's nearest; the rest join p's list behind the row while it has room.
  */
 static void
 adopt_dropped(InsertState *is, uint32 p)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		adopt[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		out[2 * GATEANN_MAX_NEIGHBORS_LIMIT];
 	GateannRecordEdit ed;
 	GateannNodeHeader hdr;
 	int			n,
+				nadopt = 0,
+				in_row,
+				own_in_row,
+				nout = 0,
 				i,
-				k,
-				before;
+				k;
 
 	if (is->ndropped == 0)
 		return;
 	gateann_record_lock(is->index, meta, p, &ed);
 	n = gateann_record_get_list(meta, &ed, &hdr, list);
-	before = n;
-	for (i = 0; i < is->ndropped && n < meta->max_neighbors; i++)
+	if (hdr.node_id != p || (hdr.flags & GATEANN_NODE_DELETED))
+	{
+		gateann_record_unlock(&ed);
+		return;
+	}
+	for (i = 0; i < is->ndropped; i++)
 	{
 		uint32		x = is->dropped[i];
 
 		if (x == p || !gateann_store_has(is->store, x) || gateann_store_is_deleted(is->store, x))
 			continue;
-		for (k = 0; k < n && list[k] != x; k++)
+		for (k = 0; k < Min(n, is->r_max) && list[k] != x; k++)
+			;
+		if (k < Min(n, is->r_max))
+			continue;			/* in the row already */
+		for (k = 0; k < nadopt && adopt[k] != x; k++)
+			;
+		if (k == nadopt)
+			adopt[nadopt++] = x;
+	}
+	if (nadopt == 0)
+	{
+		gateann_record_unlock(&ed);
+		return;
+	}
+
+	/* the row: p's first entries, then the adopted ones */
+	in_row = Min(nadopt, Max(is->r_max - n, Max(is->r_max / 2, 1)));
+	own_in_row = Min(n, is->r_max - in_row);
+	for (i = 0; i < own_in_row; i++)
+		out[nout++] = list[i];
+	for (i = 0; i < in_row; i++)
+		out[nout++] = adopt[i];
+	/* behind it: p's other entries (not those moved into the row), the other adopted ones */
+	for (i = own_in_row; i < n; i++)
+	{
+		for (k = 0; k < in_row && adopt[k] != list[i]; k++)
+			;
+		if (k == in_row)
+			out[nout++] = list[i];
+	}
+	for (i = in_row; i < nadopt; i++)
+	{
+		for (k = own_in_row; k < n && list[k] != adopt[i]; k++)
 			;
 		if (k == n)
-			list[n++] = x;
+			out[nout++] = adopt[i];
 	}
-	if (n > before && hdr.node_id == p && !(hdr.flags & GATEANN_NODE_DELETED))
-	{
-		gateann_record_begin_change(is->index, &ed, InvalidBuffer);
-		gateann_record_put_list(meta, &ed, hdr.flags, list, n);
-		gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
-		gateann_store_set_neighbors(is->store, p, list, n);
-	}
+	nout = Min(nout, meta->max_neighbors);
+
+	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
+	gateann_record_put_list(meta, &ed, hdr.flags, out, nout);
+	gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
+	gateann_store_set_neighbors(is->store, p, out, nout);
 	gateann_record_unlock(&ed);
 }
 
