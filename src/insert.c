@@ -697,24 +697,31 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
  * The neighbors reverse-edge prunes took out of their rows may have lost
  * their last in-edge a tunneling search follows (the prune cannot know);
  * each was next to a neighbor of the new node p, so p, reachable itself,
- * takes them into its own row.  When the row is full they push p's own
- * entries behind it -- nodes that were reachable before p existed -- but
- * take at most half of it, so that a walk through p still goes on towards
- * p's nearest; the rest join p's list behind the row while it has room.
+ * takes them into its own row.  When the row is full they push p's other
+ * entries behind it -- nodes that were reachable before p existed; those
+ * of the pushed-out nodes that p's row holds already stay in it -- but the
+ * pushed-out nodes take at most half of the row, so that a walk through p
+ * still goes on towards p's nearest; the rest join p's list behind the row
+ * while it has room.
  */
 static void
 adopt_dropped(InsertState *is, uint32 p)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	bool		was_dropped[GATEANN_MAX_NEIGHBORS_LIMIT];
 	uint32		adopt[GATEANN_MAX_NEIGHBORS_LIMIT];
+	uint32		pushed[GATEANN_MAX_NEIGHBORS_LIMIT];
 	uint32		out[2 * GATEANN_MAX_NEIGHBORS_LIMIT];
 	GateannRecordEdit ed;
 	GateannNodeHeader hdr;
 	int			n,
+				row,
+				nkept = 0,
 				nadopt = 0,
 				in_row,
-				own_in_row,
+				npush,
+				npushed = 0,
 				nout = 0,
 				i,
 				k;
@@ -728,16 +735,24 @@ adopt_dropped(InsertState *is, uint32 p)
 		gateann_record_unlock(&ed);
 		return;
 	}
+	row = Min(n, is->r_max);
+	memset(was_dropped, 0, sizeof(bool) * n);
 	for (i = 0; i < is->ndropped; i++)
 	{
 		uint32		x = is->dropped[i];
 
 		if (x == p || !gateann_store_has(is->store, x) || gateann_store_is_deleted(is->store, x))
 			continue;
-		for (k = 0; k < Min(n, is->r_max) && list[k] != x; k++)
+		for (k = 0; k < row && list[k] != x; k++)
 			;
-		if (k < Min(n, is->r_max))
-			continue;			/* in the row already */
+		if (k < row)
+		{
+			/* in the row already: it stays there */
+			if (!was_dropped[k])
+				nkept++;
+			was_dropped[k] = true;
+			continue;
+		}
 		for (k = 0; k < nadopt && adopt[k] != x; k++)
 			;
 		if (k == nadopt)
@@ -749,15 +764,29 @@ adopt_dropped(InsertState *is, uint32 p)
 		return;
 	}
 
-	/* the row: p's first entries, then the adopted ones */
-	in_row = Min(nadopt, Max(is->r_max - n, Max(is->r_max / 2, 1)));
-	own_in_row = Min(n, is->r_max - in_row);
-	for (i = 0; i < own_in_row; i++)
+	/* free slots of the row, else up to half of it for pushed-out nodes */
+	in_row = Min(nadopt, Max(is->r_max - row, Max(is->r_max / 2, 1) - nkept));
+	in_row = Max(in_row, 0);
+	/* p's other entries that leave the row for them: its last ones */
+	npush = Max(row + in_row - is->r_max, 0);
+	for (i = row - 1; i >= 0 && npushed < npush; i--)
+		if (!was_dropped[i])
+			pushed[npush - 1 - npushed++] = list[i];
+	for (i = 0, k = 0; i < row; i++)
+	{
+		if (k < npushed && list[i] == pushed[k])
+		{
+			k++;
+			continue;
+		}
 		out[nout++] = list[i];
+	}
 	for (i = 0; i < in_row; i++)
 		out[nout++] = adopt[i];
-	/* behind it: p's other entries (not those moved into the row), the other adopted ones */
-	for (i = own_in_row; i < n; i++)
+	/* behind the row: the entries pushed out, p's others, the other adopted ones */
+	for (i = 0; i < npushed; i++)
+		out[nout++] = pushed[i];
+	for (i = row; i < n; i++)
 	{
 		for (k = 0; k < in_row && adopt[k] != list[i]; k++)
 			;
@@ -766,7 +795,7 @@ adopt_dropped(InsertState *is, uint32 p)
 	}
 	for (i = in_row; i < nadopt; i++)
 	{
-		for (k = own_in_row; k < n && list[k] != adopt[i]; k++)
+		for (k = row; k < n && list[k] != adopt[i]; k++)
 			;
 		if (k == n)
 			out[nout++] = adopt[i];
