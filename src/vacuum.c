@@ -1075,13 +1075,16 @@ trial_row_neighbors(void *arg, uint32_t id, uint32_t *out, int max)
 	return gateann_store_row_neighbors(t->store, id, out, max);
 }
 
-/* Live nodes the entry points do not reach over rows (trial_row_neighbors) */
+/*
+ * Live nodes the entry points do not reach over rows (trial_row_neighbors);
+ * what the walk reached is left in the bitmap `reached`.
+ */
 static uint32
-trial_unreached(Consolidation *c, Reach *r, TrialRows *t)
+trial_unreached(Consolidation *c, Reach *r, TrialRows *t, uint8 *reached)
 {
-	memset(r->reached, 0, ((Size) c->meta.nnodes + 7) / 8);
+	memset(reached, 0, ((Size) c->meta.nnodes + 7) / 8);
 	return gateann_store_unreached_by(c->store, &c->meta, trial_row_neighbors, t,
-									  r->reached, r->queue, r->row);
+									  reached, r->queue, r->row);
 }
 
 /*
@@ -1090,7 +1093,9 @@ trial_unreached(Consolidation *c, Reach *r, TrialRows *t)
  * (from the reached nodes nearest the node, then any reached node) is
  * tried in memory first -- a walk over the store's rows with the prefix
  * the link would give -- and written only if the walk then leaves fewer
- * live nodes unreached than before.  A walk per try, RELINK_CHECKED_TRIES in all.
+ * live nodes unreached than before.  A walk per try, RELINK_CHECKED_TRIES in
+ * all, into a bitmap of its own; r->reached keeps the walk without a trial,
+ * walked again only after a link is written.
  */
 #define RELINK_CHECKED_TRIES 256
 
@@ -1102,6 +1107,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 	uint32		nnodes = Min(meta->nnodes, c->store->capacity);
 	Size		mapbytes = ((Size) meta->nnodes + 7) / 8;
 	uint8	   *unreached = palloc(mapbytes);
+	uint8	   *trial = palloc(mapbytes);
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
 	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
 	TrialRows	t;
@@ -1113,8 +1119,8 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 	t.from = InvalidNodeId;
 	t.prefix = NULL;
 	t.nprefix = 0;
-	fewest = trial_unreached(c, r, &t);
-	/* the nodes to link: fixed now, as the walk's bitmap changes per try */
+	fewest = trial_unreached(c, r, &t, r->reached);
+	/* the nodes to link: fixed now, as r->reached changes with each link */
 	for (u = 0; u < mapbytes; u++)
 		unreached[u] = (uint8) ~r->reached[u];
 
@@ -1128,7 +1134,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 			continue;
 		if (gateann_store_reloaded_since(c->index, since))
 			break;
-		/* (r->reached is the walk without a trial here) reached by an earlier link? */
+		/* reached by an earlier link? */
 		if (gateann_reached(r->reached, u))
 			continue;
 		n = near_unreached(c, r, u, table, L, near);
@@ -1159,7 +1165,8 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 			t.from = from;
 			t.prefix = out;
 			t.nprefix = Min(len, T);
-			linked = trial_unreached(c, r, &t) < fewest;
+			linked = trial_unreached(c, r, &t, trial) < fewest;
+			t.from = InvalidNodeId;
 			if (linked)
 			{
 				uint32	   *indeg = c->prefix_indeg;
@@ -1168,15 +1175,14 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 				add_link(c, from, u);
 				c->prefix_indeg = indeg;
 				c->relinked++;
-			}
-			/* the walk without a trial again (with the link, if it was kept) */
-			t.from = InvalidNodeId;
-			fewest = trial_unreached(c, r, &t);
-			if (linked)
+				/* the walk without a trial, now with the link */
+				fewest = trial_unreached(c, r, &t, r->reached);
 				break;
+			}
 		}
 	}
 	pfree(unreached);
+	pfree(trial);
 }
 
 /*
