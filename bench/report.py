@@ -69,12 +69,7 @@ def plot(results: dict, out: Path) -> list[str]:
             ax.legend(fontsize=7)
         for ax in list(axes.flat)[len(wls):]:
             ax.axis("off")
-        fig.suptitle(f"{ds}: recall vs QPS")
-        fig.tight_layout()
-        f = f"recall_qps_{ds}.png"
-        fig.savefig(out / f, dpi=110)
-        plt.close(fig)
-        files.append(f)
+        files.append(save_figure(plt, fig, f"{ds}: recall vs QPS", out / f"recall_qps_{ds}.png"))
         # counters vs L (gateann)
         grows = [r for r in drows if r["engine"] == "gateann" and r.get("L") is not None]
         metrics = [m for m in ("reads_per_q", "buffer_hits_per_q", "tunneled_per_q", "visited_per_q")
@@ -97,13 +92,18 @@ def plot(results: dict, out: Path) -> list[str]:
                 ax.set_ylabel(m.replace("_per_q", " per query").replace("lat_mean_ms", "mean latency (ms)"))
                 ax.grid(True, alpha=0.3)
                 ax.legend(fontsize=7)
-            fig.suptitle(f"{ds}: per-query cost vs L")
-            fig.tight_layout()
-            f = f"cost_vs_L_{ds}.png"
-            fig.savefig(out / f, dpi=110)
-            plt.close(fig)
-            files.append(f)
+            files.append(save_figure(plt, fig, f"{ds}: per-query cost vs L",
+                                     out / f"cost_vs_L_{ds}.png"))
     return files
+
+
+def save_figure(plt, fig, title: str, path) -> str:
+    """Title, lay out, write and close a figure; returns its file name."""
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
 
 
 def fmt(v, spec: str = "") -> str:
