@@ -56,6 +56,14 @@
 #define gateann_relation_owned_by(relid, role)	pg_class_ownercheck((relid), (role))
 #endif
 
+/*
+ * Before PG17 the planner keeps "= ANY" on a later index column out of an
+ * ordered index scan (planner.c adds such paths).
+ */
+#if PG_VERSION_NUM < 170000
+#define GATEANN_NEEDS_SAOP_ORDERED_PATHS	1
+#endif
+
 /* PG17 added the pg_maintain role. */
 #if PG_VERSION_NUM >= 170000
 #define GATEANN_HAVE_PG_MAINTAIN	1

@@ -136,6 +136,7 @@ _PG_init(void)
 							 &gateann_track_timing,
 							 false,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+	gateann_planner_init();
 	gateann_io_define_gucs();
 	gateann_shmem_define_gucs();
 	if (process_shared_preload_libraries_in_progress)

@@ -385,6 +385,9 @@ extern IndexBulkDeleteResult *gateann_bulkdelete(IndexVacuumInfo *info,
 extern IndexBulkDeleteResult *gateann_vacuumcleanup(IndexVacuumInfo *info,
 													IndexBulkDeleteResult *stats);
 
+/* planner.c */
+extern void gateann_planner_init(void);
+
 /* cost.c */
 extern void gateann_costestimate(struct PlannerInfo *root, struct IndexPath *path,
 								 double loop_count, Cost *indexStartupCost,

@@ -1,0 +1,201 @@
+/*
+ * planner.c — "= ANY" / IN conditions in ordered scans before PostgreSQL 17.
+ *
+ * Before 17 the core planner never makes a ScalarArrayOpExpr on a later
+ * index column an index condition of a scan whose order it uses: for a
+ * btree such a condition breaks the column order.  It therefore builds the
+ * ORDER BY-distance path of a gateann index without "tenant = ANY($1)" and
+ * leaves the condition to the executor above the scan.  A gateann scan's
+ * order comes from its ORDER BY operator, not from its columns, so the
+ * condition is as safe here as any other: without it the scan walks
+ * unfiltered, and the executor throws away most of what it reads (and
+ * strict_order's rounds see rows the filter rejects).
+ *
+ * After the core paths exist, every ordered gateann index path of a base
+ * relation is replaced by the same path with those conditions added as
+ * index conditions, clause for clause what 17's planner does.  Nothing
+ * else changes: the index AM receives them as SK_SEARCHARRAY keys, which
+ * it supports on every version (amsearcharray).  From 17 on the core does
+ * this itself and no hook is installed.
+ */
+#include "postgres.h"
+
+#include "gateann.h"
+#include "compat.h"
+
+#ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
+
+#include "commands/defrem.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/optimizer.h"
+#include "optimizer/pathnode.h"
+#include "optimizer/paths.h"
+#include "optimizer/restrictinfo.h"
+#include "utils/lsyscache.h"
+
+static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
+
+/*
+ * The index clause for rinfo on column indexcol of index, or NULL: the
+ * tests of the core's own matching of "indexkey op ANY (array)".
+ */
+static IndexClause *
+saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+				  int indexcol)
+{
+	ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
+	Node	   *rightop = (Node *) lsecond(saop->args);
+	Oid			idxcoll = index->indexcollations[indexcol];
+	IndexClause *iclause;
+
+	if (!saop->useOr)
+		return NULL;			/* ALL: not an index condition */
+	if (!match_index_to_operand((Node *) linitial(saop->args), indexcol, index))
+		return NULL;
+	if (bms_is_member(index->rel->relid, pull_varnos(root, rightop)) ||
+		contain_volatile_functions(rightop))
+		return NULL;
+	if (OidIsValid(idxcoll) && idxcoll != saop->inputcollid)
+		return NULL;
+	if (!op_in_opfamily(saop->opno, index->opfamily[indexcol]))
+		return NULL;
+
+	iclause = makeNode(IndexClause);
+	iclause->rinfo = rinfo;
+	iclause->indexquals = list_make1(rinfo);
+	iclause->lossy = false;
+	iclause->indexcol = indexcol;
+	iclause->indexcols = NIL;
+	return iclause;
+}
+
+static bool
+path_has_clause(IndexPath *ipath, RestrictInfo *rinfo)
+{
+	ListCell   *lc;
+
+	foreach(lc, ipath->indexclauses)
+		if (((IndexClause *) lfirst(lc))->rinfo == rinfo)
+			return true;
+	return false;
+}
+
+/*
+ * ipath's clauses plus the "= ANY" ones it lacks, in index column order
+ * (which the executor and EXPLAIN expect); NIL when it lacks none.
+ */
+static List *
+clauses_with_saops(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
+{
+	IndexOptInfo *index = ipath->indexinfo;
+	List	   *extra[INDEX_MAX_KEYS] = {0};
+	bool		found = false;
+	List	   *result = NIL;
+	ListCell   *lc;
+	int			col;
+
+	foreach(lc, rel->baserestrictinfo)
+	{
+		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
+
+		if (!IsA(rinfo->clause, ScalarArrayOpExpr) || rinfo->pseudoconstant ||
+			!restriction_is_securely_promotable(rinfo, rel) ||
+			path_has_clause(ipath, rinfo))
+			continue;
+		/* column 0 is the vector; the core already takes "= ANY" there */
+		for (col = 1; col < index->nkeycolumns; col++)
+		{
+			IndexClause *iclause = saop_index_clause(root, rinfo, index, col);
+
+			if (iclause)
+			{
+				extra[col] = lappend(extra[col], iclause);
+				found = true;
+				break;
+			}
+		}
+	}
+	if (!found)
+		return NIL;
+
+	for (col = 0; col < index->nkeycolumns; col++)
+	{
+		foreach(lc, ipath->indexclauses)
+		{
+			IndexClause *iclause = (IndexClause *) lfirst(lc);
+
+			if (iclause->indexcol == col)
+				result = lappend(result, iclause);
+		}
+		result = list_concat(result, extra[col]);
+	}
+	return result;
+}
+
+static void
+gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
+						 RangeTblEntry *rte)
+{
+	Oid			amoid;
+	List	   *replacements = NIL;
+	ListCell   *lc;
+
+	if (prev_set_rel_pathlist_hook)
+		prev_set_rel_pathlist_hook(root, rel, rti, rte);
+
+	if (rel->reloptkind != RELOPT_BASEREL &&
+		rel->reloptkind != RELOPT_OTHER_MEMBER_REL)
+		return;
+	if (rte->rtekind != RTE_RELATION || rel->indexlist == NIL ||
+		rel->baserestrictinfo == NIL)
+		return;
+	amoid = get_index_am_oid("gateann", true);
+	if (!OidIsValid(amoid))
+		return;
+
+	foreach(lc, rel->pathlist)
+	{
+		Path	   *path = (Path *) lfirst(lc);
+		IndexPath  *ipath;
+		List	   *clauses;
+
+		if (!IsA(path, IndexPath))
+			continue;
+		ipath = (IndexPath *) path;
+		/* ordered, and not parameterized (those keep the core's form) */
+		if (ipath->indexinfo->relam != amoid || ipath->indexorderbys == NIL ||
+			path->param_info != NULL)
+			continue;
+		clauses = clauses_with_saops(root, rel, ipath);
+		if (clauses == NIL)
+			continue;
+		replacements = lappend(replacements,
+							   create_index_path(root, ipath->indexinfo, clauses,
+												 ipath->indexorderbys,
+												 ipath->indexorderbycols,
+												 path->pathkeys,
+												 ipath->indexscandir,
+												 path->pathtype == T_IndexOnlyScan,
+												 NULL, 1.0, false));
+		rel->pathlist = foreach_delete_current(rel->pathlist, lc);
+	}
+	foreach(lc, replacements)
+		add_path(rel, (Path *) lfirst(lc));
+}
+
+void
+gateann_planner_init(void)
+{
+	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
+	set_rel_pathlist_hook = gateann_set_rel_pathlist;
+}
+
+#else
+
+void
+gateann_planner_init(void)
+{
+	/* PostgreSQL 17 and later plan these conditions themselves */
+}
+
+#endif							/* GATEANN_NEEDS_SAOP_ORDERED_PATHS */
