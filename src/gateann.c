@@ -73,7 +73,7 @@ _PG_init(void)
 					   GATEANN_DEFAULT_ALPHA, 1.0, 2.0,
 					   AccessExclusiveLock);
 	add_int_reloption(gateann_relopt_kind, "pq_subspaces",
-					  "Bytes per PQ code (0 = automatic: about dims/4, at most 96)",
+					  "Bytes per PQ code (0 = automatic: about dims/4, at most 256)",
 					  0, 0, 1024,
 					  AccessExclusiveLock);
 	/*
