@@ -94,7 +94,8 @@ clauses_with_saops(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 	ListCell   *lc;
 	int			col;
 
-	foreach(lc, rel->baserestrictinfo)
+	/* (a partial index's indrestrictinfo lacks what its predicate implies) */
+	foreach(lc, index->indrestrictinfo)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 
