@@ -118,9 +118,11 @@ SELECT c AS cond, r.* FROM unnest(ARRAY[
   $$tstz = '2024-01-01 05:00+00'$$, $$tstz < date '2024-01-10'$$,
   $$tstz <= timestamp '2024-01-10 00:00'$$, $$tstz > '2025-09-01 00:00+00'$$,
   $$tstz >= '2025-09-01 00:00+00'$$,
-  -- bool: "b", "NOT b" (and "b = true", which the planner turns into "b")
-  -- are index conditions in PostgreSQL 18, not in 15
-  'b = true', 'b', 'NOT b', 'b < true', 'b >= true',
+  -- bool: "b", "NOT b" (and "b = true", which the planner turns into "b"),
+  -- "b IS TRUE", "b IS FALSE" (before PostgreSQL 17 through src/planner.c);
+  -- "b IS NOT TRUE" is not for the index (it holds for NULL)
+  'b = true', 'b', 'NOT b', 'b < true', 'b >= true', 'b IS TRUE', 'b IS FALSE',
+  'b IS NOT TRUE',
   -- text and varchar (the text class through binary coercion)
   $$txt = 'de'$$, $$txt < 'e'$$, $$txt <= 'de'$$, $$txt > 'f'$$, $$txt >= 'Zh'$$,
   $$vc = 'n3'$$, $$vc < 'n12'$$, $$vc >= 'n7'$$,

@@ -57,8 +57,9 @@
 #endif
 
 /*
- * Before PG17 the planner keeps "= ANY" on a later index column out of an
- * ordered index scan (planner.c adds such paths).
+ * Before PG17 the planner keeps "= ANY" on a later index column (and, in
+ * PG15 at least, a bare boolean column) out of an ordered index scan
+ * (planner.c adds them).
  */
 #if PG_VERSION_NUM < 170000
 #define GATEANN_NEEDS_SAOP_ORDERED_PATHS	1

@@ -1,5 +1,6 @@
 /*
- * planner.c — "= ANY" / IN conditions in ordered scans before PostgreSQL 17.
+ * planner.c — filter conditions the core planner leaves out of ordered
+ * scans before PostgreSQL 17.
  *
  * Before 17 the core planner never makes a ScalarArrayOpExpr on a later
  * index column an index condition of a scan whose order it uses: for a
@@ -9,14 +10,20 @@
  * order comes from its ORDER BY operator, not from its columns, so the
  * condition is as safe here as any other: without it the scan walks
  * unfiltered, and the executor throws away most of what it reads (and
- * strict_order's rounds see rows the filter rejects).
+ * strict_order's rounds see rows the filter rejects).  PostgreSQL 15 also
+ * matches a boolean column's "flag", "NOT flag", "flag IS TRUE" and "flag
+ * IS FALSE" (the planner turns "flag = true" into "flag") only against
+ * btree and hash boolean operator families, so they stay above the scan
+ * too; where a version's core already matches them, the clause is in the
+ * path and nothing is added.
  *
  * After the core paths exist, every ordered gateann index path of a base
  * relation is replaced by the same path with those conditions added as
- * index conditions, clause for clause what 17's planner does.  Nothing
- * else changes: the index AM receives them as SK_SEARCHARRAY keys, which
- * it supports on every version (amsearcharray).  From 17 on the core does
- * this itself and no hook is installed.
+ * index conditions, clause for clause what 17's planner does (a boolean
+ * one becomes "flag = true" or "flag = false").  Nothing else changes: the
+ * index AM receives them as SK_SEARCHARRAY keys and equality keys, which it
+ * supports on every version.  From 17 on the core does this itself and no
+ * hook is installed.
  */
 #include "postgres.h"
 
@@ -25,7 +32,10 @@
 
 #ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
 
+#include "catalog/pg_operator.h"
+#include "catalog/pg_type.h"
 #include "commands/defrem.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/optimizer.h"
 #include "optimizer/pathnode.h"
@@ -69,6 +79,57 @@ saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	return iclause;
 }
 
+/*
+ * The index clause for a boolean condition on column indexcol, or NULL:
+ * "flag" and "flag IS TRUE" become "flag = true", "NOT flag" and "flag IS
+ * FALSE" become "flag = false", as the core's boolean matching does for
+ * btree and hash operator families.
+ */
+static IndexClause *
+bool_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+				  int indexcol)
+{
+	Node	   *clause = (Node *) rinfo->clause;
+	Node	   *operand;
+	bool		value;
+	Expr	   *op;
+	IndexClause *iclause;
+
+	if (IsA(clause, BooleanTest))
+	{
+		BooleanTest *btest = (BooleanTest *) clause;
+
+		if (btest->booltesttype != IS_TRUE && btest->booltesttype != IS_FALSE)
+			return NULL;
+		operand = (Node *) btest->arg;
+		value = (btest->booltesttype == IS_TRUE);
+	}
+	else if (is_notclause(clause))
+	{
+		operand = (Node *) get_notclausearg((Expr *) clause);
+		value = false;
+	}
+	else
+	{
+		operand = clause;
+		value = true;
+	}
+	if (exprType(operand) != BOOLOID ||
+		!match_index_to_operand(operand, indexcol, index) ||
+		!op_in_opfamily(BooleanEqualOperator, index->opfamily[indexcol]))
+		return NULL;
+
+	op = make_opclause(BooleanEqualOperator, BOOLOID, false, (Expr *) operand,
+					   (Expr *) makeBoolConst(value, false), InvalidOid, InvalidOid);
+	iclause = makeNode(IndexClause);
+	iclause->rinfo = rinfo;
+	iclause->indexquals = list_make1(make_simple_restrictinfo(root, op));
+	iclause->lossy = false;
+	iclause->indexcol = indexcol;
+	iclause->indexcols = NIL;
+	return iclause;
+}
+
 static bool
 path_has_clause(IndexPath *ipath, RestrictInfo *rinfo)
 {
@@ -81,11 +142,12 @@ path_has_clause(IndexPath *ipath, RestrictInfo *rinfo)
 }
 
 /*
- * ipath's clauses plus the "= ANY" ones it lacks, in index column order
- * (which the executor and EXPLAIN expect); NIL when it lacks none.
+ * ipath's clauses plus the "= ANY" and boolean ones it lacks, in index
+ * column order (which the executor and EXPLAIN expect); NIL when it lacks
+ * none.
  */
 static List *
-clauses_with_saops(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
+clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 {
 	IndexOptInfo *index = ipath->indexinfo;
 	List	   *extra[INDEX_MAX_KEYS] = {0};
@@ -99,14 +161,18 @@ clauses_with_saops(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
 
-		if (!IsA(rinfo->clause, ScalarArrayOpExpr) || rinfo->pseudoconstant ||
+		bool		saop = IsA(rinfo->clause, ScalarArrayOpExpr);
+
+		if (rinfo->pseudoconstant ||
 			!restriction_is_securely_promotable(rinfo, rel) ||
 			path_has_clause(ipath, rinfo))
 			continue;
-		/* column 0 is the vector; the core already takes "= ANY" there */
+		/* column 0 is the vector */
 		for (col = 1; col < index->nkeycolumns; col++)
 		{
-			IndexClause *iclause = saop_index_clause(root, rinfo, index, col);
+			IndexClause *iclause = saop ?
+				saop_index_clause(root, rinfo, index, col) :
+				bool_index_clause(root, rinfo, index, col);
 
 			if (iclause)
 			{
@@ -167,7 +233,7 @@ gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 		if (ipath->indexinfo->relam != amoid || ipath->indexorderbys == NIL ||
 			path->param_info != NULL)
 			continue;
-		clauses = clauses_with_saops(root, rel, ipath);
+		clauses = clauses_with_missing(root, rel, ipath);
 		if (clauses == NIL)
 			continue;
 		replacements = lappend(replacements,
