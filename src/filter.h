@@ -225,5 +225,8 @@ extern void gateann_filter_coder_column_init(GateannCoderColumn *cc,
 extern uint64 gateann_filter_bloom_of_element(const GateannCoderColumn *cc, Datum elem);
 extern Datum *gateann_filter_dictionary_values(const GateannFilterColumn *col,
 											   const char *dict);
+extern char *gateann_filter_dictionary_problem(Relation index,
+											   const GateannMetaPageData *meta,
+											   int c, const char *dict);
 
 #endif							/* GATEANN_FILTER_H */

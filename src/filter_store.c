@@ -99,6 +99,81 @@ gateann_filter_dictionary_values(const GateannFilterColumn *col, const char *dic
 	return values;
 }
 
+/*
+ * NULL when filter column c's dictionary in dict (the index's dictionary
+ * pages, read as they are) is well formed, else what is wrong with it.
+ * Every later reader trusts it: the lengths of varlena entries (a text
+ * comparison copies that many bytes), their count, and their strictly
+ * ascending order (the coder's binary search and the scan's bucket tests).
+ * A damaged metapage that points a column at another column's entries
+ * fails here too.  The metapage check has placed the column's bytes within
+ * meta->dict_bytes.
+ */
+char *
+gateann_filter_dictionary_problem(Relation index, const GateannMetaPageData *meta,
+								  int c, const char *dict)
+{
+	const GateannFilterColumn *col = &meta->filter[c];
+	const char *p = dict + col->dict_offset;
+	const char *end = p + col->dict_bytes;
+	TypeCacheEntry *tce = NULL;
+	Datum		prev = (Datum) 0;
+	int			i;
+
+	if (col->kind == GATEANN_FILTER_KIND_SCALAR)
+		tce = lookup_type_cache(col->typid, TYPECACHE_CMP_PROC_FINFO);
+	if (tce == NULL || !OidIsValid(tce->cmp_proc))
+	{
+		/* no order: the build gave the column no dictionary */
+		if (col->nbounds != 0 || col->dict_bytes != 0)
+			return psprintf("filter column %d has a dictionary its type cannot have", c + 2);
+		return NULL;
+	}
+	if (col->nbounds > GATEANN_FILTER_BUCKETS)
+		return psprintf("the dictionary of filter column %d has %u entries", c + 2, col->nbounds);
+
+	for (i = 0; i < col->nbounds; i++)
+	{
+		Datum		value;
+		Size		len;
+
+		if (col->typlen > 0)
+		{
+			len = MAXALIGN(col->typlen);
+			if ((Size) (end - p) < len)
+				break;
+			value = col->typbyval ? fetch_att(p, true, col->typlen) : PointerGetDatum(p);
+		}
+		else
+		{
+			uint32		vlen;
+
+			if ((Size) (end - p) < sizeof(uint32) + VARHDRSZ)
+				break;
+			memcpy(&vlen, p, sizeof(uint32));
+			if (vlen < VARHDRSZ || vlen > (Size) (end - p) - sizeof(uint32) ||
+				!VARATT_IS_4B_U(p + sizeof(uint32)) || VARSIZE(p + sizeof(uint32)) != vlen)
+				return psprintf("entry %d of the dictionary of filter column %d is damaged", i, c + 2);
+			len = MAXALIGN(sizeof(uint32) + vlen);
+			if (len > (Size) (end - p))
+				break;
+			value = PointerGetDatum(p + sizeof(uint32));
+		}
+		if (i > 0 &&
+			DatumGetInt32(FunctionCall2Coll(&tce->cmp_proc_finfo,
+											index->rd_indcollation[c + 1],
+											prev, value)) >= 0)
+			return psprintf("the dictionary of filter column %d is out of order at entry %d",
+							c + 2, i);
+		prev = value;
+		p += len;
+	}
+	if (i < col->nbounds || p != end)
+		return psprintf("the dictionary of filter column %d does not hold %u entries in %u bytes",
+						c + 2, col->nbounds, col->dict_bytes);
+	return NULL;
+}
+
 /* Value of column col of node id in a build arena (copied to aligned memory) */
 static bool
 arena_value(const GateannFilterLayout *layout, const GateannFilterArena *arena,

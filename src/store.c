@@ -221,6 +221,17 @@ read_chunked(Relation index, BlockNumber start, uint16 kind, const char *what,
 	}
 }
 
+/* The dictionary pages' bytes (palloc'd), as the loader reads them */
+char *
+gateann_store_read_dictionaries(Relation index, const GateannMetaPageData *meta)
+{
+	char	   *dict = palloc(Max(meta->dict_bytes, 1));
+
+	read_chunked(index, meta->dict_start, GATEANN_PAGE_DICT, "dictionary", dict,
+				 meta->dict_bytes);
+	return dict;
+}
+
 typedef struct LoadArgs
 {
 	Relation	index;
@@ -405,8 +416,24 @@ load_store(void *dest, Size bytes, void *arg)
 	read_chunked(a->index, meta->codebook_start, GATEANN_PAGE_CODEBOOK, "codebook",
 				 base + a->layout.codebook_off, gateann_pq_codebook_bytes(meta->dims));
 	if (meta->nfilter > 0)
+	{
+		int			c;
+
 		read_chunked(a->index, meta->dict_start, GATEANN_PAGE_DICT, "dictionary",
 					 base + a->layout.dict_off, meta->dict_bytes);
+		for (c = 0; c < meta->nfilter; c++)
+		{
+			char	   *problem = gateann_filter_dictionary_problem(a->index, meta, c,
+																	base + a->layout.dict_off);
+
+			if (problem != NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_INDEX_CORRUPTED),
+						 errmsg("gateann index \"%s\" is damaged: %s",
+								RelationGetRelationName(a->index), problem),
+						 errhint("REINDEX the index.")));
+		}
+	}
 	if (meta->dict_area_pages > 0)
 	{
 		GateannMetaPageData now;

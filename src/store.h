@@ -99,6 +99,7 @@ extern Size gateann_store_filter_bytes(const GateannMetaPageData *meta);
  * or growing it if needed.  Valid until the end of the transaction.
  */
 extern GateannStore *gateann_store_get(Relation index, const GateannMetaPageData *meta);
+extern char *gateann_store_read_dictionaries(Relation index, const GateannMetaPageData *meta);
 
 /* A (re)build of the index: its stores will never be used again */
 extern void gateann_store_forget_index(Relation index);

@@ -6,7 +6,8 @@
  * Checked: the metapage (gateann_meta_problem: values in range, entry
  * points, counts, record layout, regions within the index); the page kind of
  * every codebook, dictionary and node page; the codebook's values are
- * finite; every record (its node id, neighbor count, neighbor ids in range,
+ * finite; each filter column's dictionary is well formed (entry lengths,
+ * count, ascending order: gateann_filter_dictionary_problem); every record (its node id, neighbor count, neighbor ids in range,
  * not itself and not a freed slot; its heap TID within the table; its vector
  * indexable; its copies of the filter columns well formed); freed slots (no
  * neighbors, at or past the free cursor, not the entry point); the deleted
@@ -365,6 +366,20 @@ gateann_verify(PG_FUNCTION_ARGS)
 				 GATEANN_PAGE_NODES, "node");
 	if (vs.nproblems > 0)
 		goto done;
+	if (meta.nfilter > 0)
+	{
+		char	   *dict = gateann_store_read_dictionaries(index, &meta);
+		int			c;
+
+		for (c = 0; c < meta.nfilter; c++)
+		{
+			char	   *dp = gateann_filter_dictionary_problem(index, &meta, c, dict);
+
+			if (dp != NULL)
+				problem(&vs, "dictionaries: %s", dp);
+		}
+		pfree(dict);
+	}
 
 	/* compare with the stores only if they are already loaded: no side effects */
 	if (gateann_store_loaded(index, &meta, &shared, &bytes))

@@ -41,6 +41,7 @@ class Fuzz:
     def __init__(self, args):
         self.a = args
         self.rng = random.Random(args.seed)
+        self.damage = None  # the damage of the index being queried, for a crash report
         self.counts = {"inputs": 0, "queries": 0, "kills": 0, "damaged": 0, "crashes": 0, "wrong": 0,
                        "errors": 0, "short_strict": 0, "short_relaxed": 0, "recall_sum": 0.0, "recall_n": 0}
         self.failures = []
@@ -57,7 +58,8 @@ class Fuzz:
                            input=sql, capture_output=True, text=True)
         if CRASH.search(p.stderr) and not self.expect_crash:
             self.counts["crashes"] += 1
-            self.fail(f"server crash: {p.stderr.strip()[:500]}\n--- SQL ---\n{sql[:2000]}")
+            damage = f"\n--- damaged index: {self.damage} ---" if self.damage else ""
+            self.fail(f"server crash: {p.stderr.strip()[:500]}{damage}\n--- SQL ---\n{sql[:2000]}")
             self.wait_ready()
         if check and "ERROR" in p.stderr:
             self.counts["errors"] += 1
@@ -409,12 +411,14 @@ RESET ALL;""")
                 desc = f"truncated to {keep} of {nblocks} blocks"
         self.counts["damaged"] += 1
         self.pg_ctl("start")
+        self.damage = f"t{t}_idx, {desc}"
         self.run_queries(t, max(4, self.a.queries // 8), damaged=desc)
         _, err, _ = self.psql(f"SELECT count(*) FROM gateann_verify('t{t}_idx'); "
                               f"SELECT count(*) FROM gateann_index_info('t{t}_idx');", check=False)
         self.damage_errors(err, f"gateann_verify/index_info on t{t}_idx ({desc})")
         # REINDEX rebuilds from the table: the index must be whole again
         self.psql(f"REINDEX INDEX t{t}_idx;")
+        self.damage = None
         self.verify(t, f"after REINDEX of a damaged index ({desc})")
         self.scan_server_log()
 

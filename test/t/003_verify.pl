@@ -134,6 +134,28 @@ like(scan_error(),
 	qr/XX002: gateann index "tf_idx" is damaged: its metapage gives filter column 2 a kind other than its type's/,
 	'a filter column kind other than its type\'s is damage');
 
+# A metapage that points a text column's dictionary at the int column's
+# entries (filter[1].dict_offset := 0, 40 bytes after filter[0]'s start; the
+# fuzz harness found it): the loader read int entries as text lengths, and a
+# text comparison copied that many bytes onto the stack (SIGSEGV).  Every
+# dictionary is checked when it is read.
+$node->safe_psql('postgres', q{
+DROP INDEX tf_idx;
+ALTER TABLE tf ADD COLUMN b text;
+UPDATE tf SET b = (ARRAY['alpha', 'beta', 'gamma', 'delta', 'epsilon'])[id % 5 + 1];
+CREATE INDEX tf_idx ON tf USING gateann (v, a, b);
+});
+damage_filter_column(40, pack('V', 0));
+like(scan_error(),
+	qr/XX002: gateann index "tf_idx" is damaged: entry 0 of the dictionary of filter column 3 is damaged/,
+	'a dictionary offset pointing at another column\'s entries is damage, not a crash');
+like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('tf_idx') p}),
+	qr/dictionaries: entry 0 of the dictionary of filter column 3 is damaged/,
+	'gateann_verify reports it');
+$node->safe_psql('postgres', q{REINDEX INDEX tf_idx});
+is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('tf_idx')}), '0',
+	'REINDEX repairs it');
+
 # A record whose heap TID points past the table (bytes damaged without
 # checksums; test/fuzz found it): a scan that reaches it fails naming the
 # index, not with the storage layer's "could not open file ... previous
