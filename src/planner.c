@@ -160,7 +160,6 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 	foreach(lc, index->indrestrictinfo)
 	{
 		RestrictInfo *rinfo = lfirst_node(RestrictInfo, lc);
-
 		bool		saop = IsA(rinfo->clause, ScalarArrayOpExpr);
 
 		if (rinfo->pseudoconstant ||
