@@ -202,7 +202,7 @@ static void
 gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 						 RangeTblEntry *rte)
 {
-	Oid			amoid;
+	Oid			amoid = InvalidOid;
 	List	   *replacements = NIL;
 	ListCell   *lc;
 
@@ -215,9 +215,6 @@ gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 	if (rte->rtekind != RTE_RELATION || rel->indexlist == NIL ||
 		rel->baserestrictinfo == NIL)
 		return;
-	amoid = get_index_am_oid("gateann", true);
-	if (!OidIsValid(amoid))
-		return;
 
 	foreach(lc, rel->pathlist)
 	{
@@ -229,8 +226,12 @@ gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 			continue;
 		ipath = (IndexPath *) path;
 		/* ordered, and not parameterized (those keep the core's form) */
-		if (ipath->indexinfo->relam != amoid || ipath->indexorderbys == NIL ||
-			path->param_info != NULL)
+		if (ipath->indexorderbys == NIL || path->param_info != NULL)
+			continue;
+		/* (looked up only here: most plans have no ordered index path) */
+		if (!OidIsValid(amoid))
+			amoid = get_index_am_oid("gateann", true);
+		if (ipath->indexinfo->relam != amoid)
 			continue;
 		clauses = clauses_with_missing(root, rel, ipath);
 		if (clauses == NIL)

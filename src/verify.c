@@ -7,10 +7,11 @@
  * points, counts, record layout, regions within the index); the page kind of
  * every codebook, dictionary and node page; the codebook's values are
  * finite; each filter column's dictionary is well formed (entry lengths,
- * count, ascending order: gateann_filter_dictionary_problem); every record (its node id, neighbor count, neighbor ids in range,
- * not itself and not a freed slot; its heap TID within the table; its vector
- * indexable; its copies of the filter columns well formed); freed slots (no
- * neighbors, at or past the free cursor, not the entry point); the deleted
+ * count, ascending order: gateann_filter_dictionary_problem); every record
+ * (its node id, neighbor count, neighbor ids in range, not itself and not a
+ * freed slot; its heap TID within the table; its vector indexable; its
+ * copies of the filter columns well formed); freed slots (no neighbors, at
+ * or past the free cursor, not the entry point); the deleted
  * and free counts; when this backend can see the index's in-memory stores
  * (shared, or its own private copy), that they agree with the records (PQ
  * code, neighbor store row, deleted bit); and that every live node is
