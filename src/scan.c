@@ -675,7 +675,7 @@ dispatch(GateannScanOpaque so)
  * smallest PQ distance of a candidate it would start from (those pushed out
  * of the list, the entry points not visited yet, or the pre-filtered ones
  * not read yet), less what PQ
- * distances overstated exact ones among the nodes read so far (mean + 2
+ * distances overstated exact ones among the nodes read so far (mean + 3
  * standard deviations: a few badly coded nodes must not hold every row
  * back); +infinity when there is no such candidate.  A result closer than
  * that is unlikely to be beaten by anything a further round finds.
