@@ -39,3 +39,29 @@ SELECT count(*), bool_and(rare = 7)
   FROM (SELECT rare FROM c WHERE rare = 7 ORDER BY v <-> array_fill(0.5::real, ARRAY[32]) LIMIT 10) r;
 DROP TABLE c;
 DROP FUNCTION chosen(text);
+
+-- A search reads about 1.2 L records: in pages, one per record up to a
+-- page's size, two for 2,100 dimensions.  (The 1,000-dimension index has
+-- more pages than rows -- the codebook's -- and was priced at two per read.)
+CREATE TABLE wide (id int, v1000 real[], v2100 real[]);
+INSERT INTO wide SELECT i, ARRAY(SELECT random() FROM generate_series(1, 1000)),
+                        ARRAY(SELECT random() FROM generate_series(1, 2100))
+  FROM generate_series(1, 400) i;
+CREATE INDEX wide_1000 ON wide USING gateann (v1000);
+CREATE INDEX wide_2100 ON wide USING gateann (v2100);
+SELECT relname, (SELECT pages FROM gateann_index_info(oid)) > 400 AS more_pages_than_rows
+  FROM pg_class WHERE relname IN ('wide_1000', 'wide_2100') ORDER BY 1;
+CREATE FUNCTION pages_per_read(col text) RETURNS numeric LANGUAGE plpgsql AS $$
+DECLARE p json;
+BEGIN
+  EXECUTE format('EXPLAIN (FORMAT JSON) SELECT id FROM wide ORDER BY %I <-> %L LIMIT 10',
+                 col, array_fill(0.5::real, ARRAY[substr(col, 2)::int])) INTO p;
+  RETURN round((p->0->'Plan'->'Plans'->0->>'Startup Cost')::numeric /
+               (1.2 * current_setting('gateann.search_list_size')::int *
+                current_setting('random_page_cost')::numeric), 1);
+END $$;
+SET enable_seqscan = off;
+SELECT pages_per_read('v1000'), pages_per_read('v2100');
+RESET enable_seqscan;
+DROP TABLE wide;
+DROP FUNCTION pages_per_read(text);

@@ -14,6 +14,7 @@
 #include <math.h>
 
 #include "gateann.h"
+#include "meta.h"
 
 #include "access/relation.h"
 #include "optimizer/optimizer.h"
@@ -39,6 +40,7 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	IndexOptInfo *index = path->indexinfo;
 	Relation	rel;
 	GateannOptions *opts;
+	GateannMetaPageData meta;
 	int			R;
 	int			R_max;
 	double		L;
@@ -73,6 +75,19 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	opts = gateann_get_options(rel);
 	R = opts->max_neighbors;
 	R_max = gateann_tunnel_neighbors(opts);
+
+	/*
+	 * A record larger than a page (high dimensions) costs several reads.
+	 * The metapage says how many; index->pages / tuples does not, since the
+	 * codebook, the dictionaries and deleted nodes' pages count there too: a
+	 * quotient of 1.01 rounded up priced each read of a 960-dimension index
+	 * as two pages, and the planner chose a seq scan of the (TOASTed)
+	 * vectors that took longer than the index scan.  A damaged metapage
+	 * falls back to one page; the scan reports the damage.
+	 */
+	record_pages = 1.0;
+	if (gateann_peek_meta(rel, &meta) && meta.pages_per_record > 1)
+		record_pages = meta.pages_per_record;
 	relation_close(rel, NoLock);
 
 	/*
@@ -89,9 +104,6 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	visited = Min(L * 1.2 / sel, Max(index->tuples, 1.0));
 	reads = (gateann_filter_mode == GATEANN_FILTER_MODE_GATE) ?
 		Min(visited, L * 1.2) : visited;
-	/* a record larger than a page (high dimensions) costs several reads */
-	record_pages = Max(1.0, ceil((double) index->pages / Max(index->tuples, 1.0)));
-
 	get_tablespace_page_costs(index->reltablespace, &spc_random_page_cost, NULL);
 	startup = reads * record_pages * spc_random_page_cost +
 		(reads * R + (visited - reads) * R_max) * cpu_operator_cost * PQ_DISTANCE_COST +

@@ -34,24 +34,37 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-void
-gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta)
+/*
+ * Copy the metapage into *meta; false, with nothing copied, when block 0 is
+ * not a gateann metapage.
+ */
+static bool
+copy_meta_page(Relation index, GateannMetaPageData *meta)
 {
 	Buffer		buf;
 	Page		page;
+	bool		valid;
 
 	buf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
-	if (!gateann_page_is_valid(page, GATEANN_PAGE_META) ||
-		GateannPageGetMeta(page)->magic != GATEANN_MAGIC)
+	valid = gateann_page_is_valid(page, GATEANN_PAGE_META) &&
+		GateannPageGetMeta(page)->magic == GATEANN_MAGIC;
+	if (valid)
+		memcpy(meta, PageGetContents(page), sizeof(GateannMetaPageData));
+	UnlockReleaseBuffer(buf);
+	return valid;
+}
+
+void
+gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta)
+{
+	if (!copy_meta_page(index, meta))
 		ereport(ERROR,
 				(errcode(ERRCODE_INDEX_CORRUPTED),
 				 errmsg("index \"%s\" is not a valid gateann index",
 						RelationGetRelationName(index)),
 				 errhint("REINDEX the index.")));
-	memcpy(meta, PageGetContents(page), sizeof(GateannMetaPageData));
-	UnlockReleaseBuffer(buf);
 
 	if (meta->format_version != GATEANN_FORMAT_VERSION)
 		ereport(ERROR,
@@ -60,6 +73,14 @@ gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta)
 						RelationGetRelationName(index), meta->format_version,
 						GATEANN_FORMAT_VERSION),
 				 errhint("REINDEX the index.")));
+}
+
+bool
+gateann_peek_meta(Relation index, GateannMetaPageData *meta)
+{
+	return copy_meta_page(index, meta) &&
+		meta->format_version == GATEANN_FORMAT_VERSION &&
+		gateann_meta_problem(meta, index) == NULL;
 }
 
 void

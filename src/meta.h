@@ -25,6 +25,14 @@ extern void gateann_read_meta(Relation index, GateannMetaPageData *meta);
 extern void gateann_read_meta_unchecked(Relation index, GateannMetaPageData *meta);
 
 /*
+ * Read the metapage into *meta without raising an error: false when it is
+ * not a sound gateann metapage of this format (gateann_read_meta would have
+ * raised one).  For the planner, which must not fail a query over a damaged
+ * index that the query may not even use.
+ */
+extern bool gateann_peek_meta(Relation index, GateannMetaPageData *meta);
+
+/*
  * What is wrong with the metapage of the index (a palloc'd
  * phrase completing "the metapage ..."), or NULL: values out of range,
  * entry points beyond the nodes, a record layout that does not follow from
