@@ -104,6 +104,24 @@ RESET gateann.filter_mode;
 SELECT g.uniform >= p.uniform - 0.01 AS uniform_ok, g.anti >= p.anti - 0.01 AS anti_ok
   FROM modes g, modes p WHERE g.m = 'gate' AND p.m = 'post';
 
+-- ... and whether an anti-correlated walk is stuck is decided as soon as
+-- it has walked far enough to tell, the same at L = 100 and L = 400.  It
+-- was decided at the end of a first round whose list grows with L (10 L
+-- here): a long round could meet matching rows at about the filter's rate,
+-- in one part of them, and stay on the graph (here 36 of the 40 queries at
+-- L = 100, all 40 at L = 400); on 100,000 rows L = 400 then gave a lower
+-- recall than L = 100, which pre-filtered.
+CREATE FUNCTION strategy_at(qv real[], cond text, l int) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM set_config('gateann.search_list_size', l::text, true);
+  EXECUTE format('SELECT count(*) FROM (SELECT id FROM tight WHERE %s ORDER BY v <-> $1 LIMIT 10) s',
+                 cond) USING qv;
+  RETURN (SELECT strategy FROM gateann_last_scan());
+END $$;
+SELECT l, strategy_at(tight, 'lab10 = ' || (cl + 3) % 10, l) AS strategy, count(*)
+  FROM q, (VALUES (100), (400)) v(l) GROUP BY 1, 2 ORDER BY 1, 2;
+DROP FUNCTION strategy_at(real[], text, int);
+
 -- 4. a stuck search recovers: rows inserted after the build with a label
 -- no entry point has (a new tenant), far from the query.  A gate search
 -- starting at the query meets none of them, sees it is stuck and

@@ -148,6 +148,9 @@ typedef struct GateannScanOpaqueData
 	GateannPrefilter pf;
 	double		filter_fraction;	/* sampled share of nodes passing the filter store */
 	int64		matched;		/* read nodes that passed the filter */
+	bool		stuck_probe;	/* first round: test search_is_stuck once the
+								 * walk is long enough */
+	bool		walk_abandoned; /* ... it was: dispatch no more */
 	bool		all_entries_seeded; /* every entry point was put into the list */
 	int			iterative;		/* gateann.iterative_scan of this scan */
 	bool		budget_spent;	/* stopped at gateann.max_scan_tuples */
@@ -583,6 +586,9 @@ tunnel_timer_stop(GateannScanOpaque so, bool *running, instr_time *start)
 	*running = false;
 }
 
+static bool search_is_stuck(GateannScanOpaque so);
+static bool prefilter_affordable(GateannScanOpaque so);
+
 /* Issue reads for the best undispatched candidates while W allows. */
 static void
 dispatch(GateannScanOpaque so)
@@ -604,6 +610,24 @@ dispatch(GateannScanOpaque so)
 				break;
 		so->first_unexpanded = i;
 		if (i >= so->fsize)
+			break;
+
+		/*
+		 * Whether a filtered walk is stuck is decided as soon as it has
+		 * walked far enough to tell (search_is_stuck), not at the end of its
+		 * round: a longer list (a larger L) walked on until it met matching
+		 * nodes at about the filter's rate, in one part of the matching
+		 * rows only, and a larger L gave a lower recall than a smaller one
+		 * that pre-filtered.
+		 */
+		if (so->stuck_probe &&
+			((double) so->stats.tunneled + so->expanded) * so->filter_fraction >=
+			GATEANN_GRAPH_MISS_EVIDENCE)
+		{
+			so->stuck_probe = false;
+			so->walk_abandoned = search_is_stuck(so) && prefilter_affordable(so);
+		}
+		if (so->walk_abandoned)
 			break;
 		if (so->expanded >= gateann_max_scan_tuples)
 		{
@@ -898,12 +922,16 @@ static bool
 search_is_stuck(GateannScanOpaque so)
 {
 	double		walked = (double) so->stats.tunneled + so->expanded;
+	double		matched = so->matched;
 
 	if (!so->filtering || walked == 0)
 		return false;
 	if (walked * so->filter_fraction < GATEANN_GRAPH_MISS_EVIDENCE)
 		return false;
-	return so->matched / walked * GATEANN_GRAPH_MISS_FACTOR < so->filter_fraction;
+	/* reads still in flight passed the in-memory check in gate mode: nearly all match */
+	if (so->filter_mode == GATEANN_FILTER_MODE_GATE)
+		matched += (double) (so->next_seq - so->head_seq);
+	return matched / walked * GATEANN_GRAPH_MISS_FACTOR < so->filter_fraction;
 }
 
 /*
@@ -999,6 +1027,8 @@ search_state_reset(GateannScanOpaque so)
 	so->rereads = 0;
 	so->all_entries_seeded = false;
 	so->matched = 0;
+	so->stuck_probe = false;
+	so->walk_abandoned = false;
 	so->filter_fraction = 1.0;
 	so->fsize = 0;
 	so->first_unexpanded = 0;
@@ -1138,10 +1168,15 @@ search_graph(IndexScanDesc scan)
 	so->batch = palloc(sizeof(GateannCandidate) * maxrow * so->tunnel_batch);
 
 	seed_frontier(so);
+	so->stuck_probe = so->filtering && so->filter_mode == GATEANN_FILTER_MODE_GATE &&
+		gateann_prefilter_selectivity > 0.0;
+	so->walk_abandoned = false;
 	search_round(scan);
-	if (search_is_stuck(so) && prefilter_affordable(so))
+	so->stuck_probe = false;
+	if (so->walk_abandoned || (search_is_stuck(so) && prefilter_affordable(so)))
 	{
 		/* drop the round's results (none returned yet) and its leftovers */
+		so->walk_abandoned = false;
 		so->stats.recoveries++;
 		so->results.size = 0;
 		so->evicted.size = 0;
