@@ -11,8 +11,6 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "gateann.h"
 #include "meta.h"
 

@@ -586,6 +586,24 @@ tunnel_timer_stop(GateannScanOpaque so, bool *running, instr_time *start)
 	*running = false;
 }
 
+/* Nodes a graph walk has taken from its frontier: crossed in memory or read */
+static inline double
+walked_nodes(GateannScanOpaque so)
+{
+	return (double) so->stats.tunneled + so->expanded;
+}
+
+/*
+ * Has a filtered walk gone far enough to tell whether it is stuck: at the
+ * filter's overall rate it would have met GATEANN_GRAPH_MISS_EVIDENCE
+ * matching nodes.
+ */
+static inline bool
+walk_has_evidence(GateannScanOpaque so)
+{
+	return walked_nodes(so) * so->filter_fraction >= GATEANN_GRAPH_MISS_EVIDENCE;
+}
+
 static bool search_is_stuck(GateannScanOpaque so);
 static bool prefilter_affordable(GateannScanOpaque so);
 
@@ -620,9 +638,7 @@ dispatch(GateannScanOpaque so)
 		 * rows only, and a larger L gave a lower recall than a smaller one
 		 * that pre-filtered.
 		 */
-		if (so->stuck_probe &&
-			((double) so->stats.tunneled + so->expanded) * so->filter_fraction >=
-			GATEANN_GRAPH_MISS_EVIDENCE)
+		if (so->stuck_probe && walk_has_evidence(so))
 		{
 			so->stuck_probe = false;
 			so->walk_abandoned = search_is_stuck(so) && prefilter_affordable(so);
@@ -914,19 +930,17 @@ first_list_size(GateannScanOpaque so)
  * filter matches over the whole index?  Then they lie away from the query
  * (filter values that follow the vector clusters, and a query asking for
  * another cluster's), where a walk toward the query does not lead, however
- * long the list.  A short walk proves nothing: at the filter's overall rate
- * it must have expected GATEANN_GRAPH_MISS_EVIDENCE matches, and met under
- * 1/GATEANN_GRAPH_MISS_FACTOR of that.
+ * long the list.  A short walk proves nothing (walk_has_evidence); a long
+ * enough one is stuck when it met under 1/GATEANN_GRAPH_MISS_FACTOR of the
+ * matches the filter's rate predicts.
  */
 static bool
 search_is_stuck(GateannScanOpaque so)
 {
-	double		walked = (double) so->stats.tunneled + so->expanded;
+	double		walked = walked_nodes(so);
 	double		matched = so->matched;
 
-	if (!so->filtering || walked == 0)
-		return false;
-	if (walked * so->filter_fraction < GATEANN_GRAPH_MISS_EVIDENCE)
+	if (!so->filtering || walked == 0 || !walk_has_evidence(so))
 		return false;
 	/* reads still in flight passed the in-memory check in gate mode: nearly all match */
 	if (so->filter_mode == GATEANN_FILTER_MODE_GATE)
@@ -944,7 +958,7 @@ search_is_stuck(GateannScanOpaque so)
 static bool
 prefilter_affordable(GateannScanOpaque so)
 {
-	double		walked = (double) so->stats.tunneled + so->expanded;
+	double		walked = walked_nodes(so);
 	double		rate = so->matched / walked;
 
 	if (so->filter_mode != GATEANN_FILTER_MODE_GATE || gateann_prefilter_selectivity <= 0.0)
