@@ -13,7 +13,6 @@ CREATE INDEX ON opt USING gateann (v) WITH (build_search_list_size = 0);
 CREATE INDEX ON opt USING gateann (v) WITH (alpha = 0.5);
 CREATE INDEX ON opt USING gateann (v) WITH (alpha = 'lots');
 CREATE INDEX ON opt USING gateann (v) WITH (pq_subspaces = -1);
-CREATE INDEX ON opt USING gateann (v) WITH (tunnel_neighbors = 0);
 CREATE INDEX ON opt USING gateann (v) WITH (tunnel_neighbors = 1);
 CREATE INDEX ON opt USING gateann (v) WITH (no_such_option = 1);
 -- combinations checked at build time
@@ -33,8 +32,14 @@ ALTER INDEX opt_idx SET (tunnel_neighbors = 4);
 SELECT tunnel_neighbors FROM gateann_index_info('opt_idx');
 ALTER INDEX opt_idx SET (tunnel_neighbors = 100);
 SELECT tunnel_neighbors FROM gateann_index_info('opt_idx');
+-- without the option, the prefix the build ordered and linked lists for
 ALTER INDEX opt_idx RESET (tunnel_neighbors);
 SELECT tunnel_neighbors FROM gateann_index_info('opt_idx');
+-- 0 (the default) lets the build choose: 32 here, capped at max_neighbors
+-- (gateann_tunnel_choice below shows it widened)
+CREATE INDEX opt_auto_idx ON opt USING gateann (v) WITH (tunnel_neighbors = 0);
+SELECT max_neighbors, tunnel_neighbors FROM gateann_index_info('opt_auto_idx');
+DROP INDEX opt_auto_idx;
 
 SET enable_seqscan = off;
 SELECT count(*) FILTER (WHERE (SELECT o.id FROM opt o ORDER BY o.v <-> p.v LIMIT 1) = p.id)

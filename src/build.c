@@ -531,7 +531,8 @@ build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts,
 	return gateann_graph_build_parallel(graph, entries, nentries,
 										opts->build_search_list_size,
 										(float) opts->alpha,
-										gateann_tunnel_neighbors(opts),
+										gateann_build_tunnel_neighbors(opts),
+										gateann_build_chooses_tunnel_neighbors(opts),
 										nworkers,
 										graph_progress);
 }
@@ -552,7 +553,7 @@ init_meta(GateannMetaPageData *meta, Relation index, GateannOptions *opts,
 	meta->max_neighbors = opts->max_neighbors;
 	meta->build_search_list_size = opts->build_search_list_size;
 	meta->alpha = (float4) opts->alpha;
-	meta->tunnel_neighbors = gateann_tunnel_neighbors(opts);
+	meta->tunnel_neighbors = gateann_build_tunnel_neighbors(opts);
 	meta->entry_point = InvalidNodeId;
 	gateann_filter_layout_to_meta(filters, meta);
 }
@@ -718,8 +719,10 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		if (!build_graph_parallel(&bs, &graph, opts, entries, nentries,
 								  planned_workers(heap, index, indexInfo)))
 			gateann_graph_build(&graph, entries, nentries, opts->build_search_list_size,
-								(float) opts->alpha, gateann_tunnel_neighbors(opts),
+								(float) opts->alpha, gateann_build_tunnel_neighbors(opts),
+								gateann_build_chooses_tunnel_neighbors(opts),
 								graph_progress);
+		meta.tunnel_neighbors = graph.r_max;
 		meta.entry_point = graph.medoid;
 		meta.nentries = graph.nentries;
 		memcpy(meta.entries, graph.entries, sizeof(uint32) * graph.nentries);

@@ -72,7 +72,6 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	rel = relation_open(index->indexoid, NoLock);
 	opts = gateann_get_options(rel);
 	R = opts->max_neighbors;
-	R_max = gateann_tunnel_neighbors(opts);
 
 	/*
 	 * A record larger than a page (high dimensions) costs several reads.
@@ -84,8 +83,13 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	 * falls back to one page; the scan reports the damage.
 	 */
 	record_pages = 1.0;
-	if (gateann_peek_meta(rel, &meta) && meta.pages_per_record > 1)
-		record_pages = meta.pages_per_record;
+	R_max = Min(GATEANN_DEFAULT_TUNNEL_NEIGHBORS, R);
+	if (gateann_peek_meta(rel, &meta))
+	{
+		if (meta.pages_per_record > 1)
+			record_pages = meta.pages_per_record;
+		R_max = gateann_tunnel_neighbors(opts, &meta);
+	}
 	relation_close(rel, NoLock);
 
 	/*

@@ -77,12 +77,13 @@ _PG_init(void)
 					  0, 0, 1024,
 					  AccessExclusiveLock);
 	/*
-	 * At least 2: with one neighbor per node, the rows tunneling follows form
-	 * chains, and no set of entry points reaches every node over them.
+	 * At least 2 when given (gateann_check_options): with one neighbor per
+	 * node, the rows tunneling follows form chains, and no set of entry
+	 * points reaches every node over them.
 	 */
 	add_int_reloption(gateann_relopt_kind, "tunnel_neighbors",
-					  "Neighbors per node kept in the in-memory neighbor store (R_max)",
-					  GATEANN_DEFAULT_TUNNEL_NEIGHBORS, 2, GATEANN_MAX_NEIGHBORS_LIMIT,
+					  "Neighbors per node kept in the in-memory neighbor store (R_max; 0 = chosen by the build: 32, or all max_neighbors when 32 do not navigate the data)",
+					  0, 0, GATEANN_MAX_NEIGHBORS_LIMIT,
 					  ShareUpdateExclusiveLock);
 	add_bool_reloption(gateann_relopt_kind, "locality_order",
 					   "Number nodes cluster by cluster at build time, so that searches read the in-memory stores with locality",
@@ -180,7 +181,7 @@ gateann_get_options(Relation index)
 		opts->build_search_list_size = GATEANN_DEFAULT_BUILD_LIST_SIZE;
 		opts->alpha = GATEANN_DEFAULT_ALPHA;
 		opts->pq_subspaces = 0;
-		opts->tunnel_neighbors = GATEANN_DEFAULT_TUNNEL_NEIGHBORS;
+		opts->tunnel_neighbors = 0;
 		opts->locality_order = true;
 	}
 	return opts;
@@ -190,8 +191,7 @@ gateann_get_options(Relation index)
  * Cross-option checks that reloption ranges alone cannot express.  The
  * neighbor store keeps at most R neighbors per node, so tunnel_neighbors is
  * used as min(tunnel_neighbors, max_neighbors) (see
- * gateann_tunnel_neighbors), not rejected: its default of 32 must work with
- * any max_neighbors.
+ * gateann_tunnel_neighbors), not rejected.
  */
 void
 gateann_check_options(const GateannOptions *opts)
@@ -201,12 +201,45 @@ gateann_check_options(const GateannOptions *opts)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("build_search_list_size (%d) must be at least max_neighbors (%d)",
 						opts->build_search_list_size, opts->max_neighbors)));
+	if (opts->tunnel_neighbors == 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("tunnel_neighbors must be 0 (chosen by the build) or at least 2"),
+				 errhint("With one neighbor per node, tunneling follows chains that cannot reach every node.")));
 }
 
+/*
+ * The tunneling prefix a build orders lists for: the option, or when it is
+ * 0 the default, which the build may widen to all max_neighbors
+ * (gateann_graph_complete).
+ */
 int
-gateann_tunnel_neighbors(const GateannOptions *opts)
+gateann_build_tunnel_neighbors(const GateannOptions *opts)
 {
-	return Min(opts->tunnel_neighbors, opts->max_neighbors);
+	int			r_max = opts->tunnel_neighbors > 0 ?
+		opts->tunnel_neighbors : GATEANN_DEFAULT_TUNNEL_NEIGHBORS;
+
+	return Min(r_max, opts->max_neighbors);
+}
+
+bool
+gateann_build_chooses_tunnel_neighbors(const GateannOptions *opts)
+{
+	return opts->tunnel_neighbors == 0;
+}
+
+/*
+ * Neighbors per node the neighbor store keeps for a built index: the option
+ * when given (ALTER INDEX ... SET changes it without a rebuild), else what
+ * the build chose (metapage).
+ */
+int
+gateann_tunnel_neighbors(const GateannOptions *opts, const GateannMetaPageData *meta)
+{
+	int			r_max = opts->tunnel_neighbors > 0 ?
+		opts->tunnel_neighbors : meta->tunnel_neighbors;
+
+	return Max(1, Min(r_max, Max(meta->max_neighbors, 1)));
 }
 
 /*

@@ -146,7 +146,7 @@ typedef struct GateannMetaPageData
 	int32		build_search_list_size;
 	float4		alpha;
 	int32		pq_subspaces;	/* M */
-	int32		tunnel_neighbors;	/* R_max at build time */
+	int32		tunnel_neighbors;	/* prefix the build ordered lists for */
 
 	uint32		nnodes;			/* records in use, node ids 0 .. nnodes-1 */
 	uint32		ndeleted;
@@ -258,7 +258,7 @@ typedef struct GateannOptions
 	int			build_search_list_size;
 	double		alpha;
 	int			pq_subspaces;	/* 0 = automatic */
-	int			tunnel_neighbors;
+	int			tunnel_neighbors;	/* 0 = chosen by the build */
 	bool		locality_order; /* number nodes cluster by cluster (order.c) */
 } GateannOptions;
 
@@ -332,7 +332,10 @@ extern bytea *gateann_options(Datum reloptions, bool validate);
 extern GateannOptions *gateann_get_options(Relation index);
 extern GateannMetric gateann_index_metric(Relation index);
 extern void gateann_check_options(const GateannOptions *opts);
-extern int	gateann_tunnel_neighbors(const GateannOptions *opts);
+extern int	gateann_build_tunnel_neighbors(const GateannOptions *opts);
+extern bool gateann_build_chooses_tunnel_neighbors(const GateannOptions *opts);
+extern int	gateann_tunnel_neighbors(const GateannOptions *opts,
+									 const GateannMetaPageData *meta);
 extern char *gateann_tid_string(ItemPointer tid);
 
 /* info.c */

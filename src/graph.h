@@ -19,6 +19,7 @@ typedef struct GateannGraph
 	uint32	   *adj;			/* n * capacity */
 	uint16	   *degree;			/* n */
 	uint32	   *order;			/* n: the visiting order of both passes */
+	int			r_max;			/* each list's first r_max: the tunneling prefix */
 	slock_t    *locks;			/* n, or NULL when one process builds */
 	uint32		medoid;
 	/*
@@ -75,13 +76,23 @@ extern uint32 gateann_graph_connect(GateannGraph *graph, GateannGraphScratch *sc
 									int L, int r_max);
 
 /*
- * Serial build: pass 1 at alpha 1.0, pass 2 at alpha, then finish and
- * connect.  Allocates adj/degree/order; entries as gateann_graph_init.
- * progress(pass, done, total) is called every few hundred nodes (it may
- * CHECK_FOR_INTERRUPTS).
+ * After both passes: finish with r_max; when choose_r_max, keep r_max only
+ * if tunneling over that prefix of each list finds about what tunneling
+ * over whole lists does (a probe of the graph's own nodes), else use R;
+ * connect over the prefix chosen, and set graph->r_max to it (single
+ * process).
+ */
+extern void gateann_graph_complete(GateannGraph *graph, GateannGraphScratch *scratch,
+								   int L, float alpha, int r_max, bool choose_r_max);
+
+/*
+ * Serial build: pass 1 at alpha 1.0, pass 2 at alpha, then
+ * gateann_graph_complete.  Allocates adj/degree/order; entries as
+ * gateann_graph_init.  progress(pass, done, total) is called every few
+ * hundred nodes (it may CHECK_FOR_INTERRUPTS).
  */
 extern void gateann_graph_build(GateannGraph *graph, const uint32 *entries, int nentries,
-								int L, float alpha, int r_max,
+								int L, float alpha, int r_max, bool choose_r_max,
 								void (*progress) (int pass, uint32 done, uint32 total));
 
 /*

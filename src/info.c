@@ -176,7 +176,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	index = gateann_open_index(relid, AccessShareLock, GATEANN_ACCESS_READ);
 	gateann_read_meta(index, &meta);
 	opts = gateann_get_options(index);
-	r_max = Min(opts->tunnel_neighbors, meta.max_neighbors);
+	r_max = gateann_tunnel_neighbors(opts, &meta);
 	loaded = gateann_store_loaded(index, &meta, &shared, &bytes);
 
 	values[0] = Int64GetDatum(meta.nnodes);

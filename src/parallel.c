@@ -140,7 +140,7 @@ gateann_parallel_graph_main(dsm_segment *seg, shm_toc *toc)
 
 bool
 gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nentries,
-							 int L, float alpha, int r_max, int nworkers,
+							 int L, float alpha, int r_max, bool choose_r_max, int nworkers,
 							 void (*progress) (int pass, uint32 done, uint32 total))
 {
 	ParallelContext *pcxt;
@@ -199,11 +199,11 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 		run_pass(sh, &g, s, progress);
 		WaitForParallelWorkersToFinish(pcxt);
 	}
-	gateann_graph_finish(&g, s, alpha, r_max);
-	(void) gateann_graph_connect(&g, s, L, r_max);
+	gateann_graph_complete(&g, s, L, alpha, r_max, choose_r_max);
 
 	/* hand the result back in private memory: the segment goes away */
 	graph->capacity = cap;
+	graph->r_max = g.r_max;
 	graph->medoid = g.medoid;
 	graph->nentries = g.nentries;
 	memcpy(graph->entries, g.entries, sizeof(uint32) * g.nentries);

@@ -14,13 +14,14 @@ extern Size gateann_parallel_graph_bytes(const GateannGraph *graph);
 
 /*
  * Build graph (vectors, n, dims, R set) with up to nworkers workers plus
- * the leader.  On success adj/degree/order are palloc'd copies in the
+ * the leader (gateann_graph_complete's arguments as for the serial
+ * build).  On success adj/degree/order are palloc'd copies in the
  * current memory context and true is returned; false means no dynamic
  * shared memory could be had and the caller should build serially.
  */
 extern bool gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries,
 										 int nentries, int L, float alpha,
-										 int r_max, int nworkers,
+										 int r_max, bool choose_r_max, int nworkers,
 										 void (*progress) (int pass, uint32 done, uint32 total));
 
 #endif							/* GATEANN_PARALLEL_H */

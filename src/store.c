@@ -138,8 +138,7 @@ store_key(GateannStoreKey *key, Relation index, const GateannMetaPageData *meta)
 	key->relfilenumber = GATEANN_REL_FILENUMBER(index);
 	key->indexoid = RelationGetRelid(index);
 	key->build_id = meta->build_id;
-	key->tunnel_neighbors = Min(gateann_get_options(index)->tunnel_neighbors,
-								Max(meta->max_neighbors, 1));
+	key->tunnel_neighbors = gateann_tunnel_neighbors(gateann_get_options(index), meta);
 	key->capacity = store_capacity(meta->nnodes);
 	key->heapoid = index->rd_index->indrelid;
 

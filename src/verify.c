@@ -161,8 +161,7 @@ static void
 check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta,
 				const uint8 *free_map, const uint8 *deleted_map)
 {
-	int			r_max = Max(1, Min(gateann_get_options(index)->tunnel_neighbors,
-								   meta->max_neighbors));
+	int			r_max = gateann_tunnel_neighbors(gateann_get_options(index), meta);
 	uint8	   *reached = palloc_extended(((Size) meta->nnodes + 7) / 8,
 										  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) meta->nnodes, MCXT_ALLOC_HUGE);

@@ -144,7 +144,7 @@ class Fuzz:
         if self.rng.random() < 0.3:
             opts.append(f"pq_subspaces = {self.rng.choice([0, 1, 2, dims, dims + 3])}")
         if self.rng.random() < 0.3:
-            opts.append(f"tunnel_neighbors = {self.rng.choice([1, 2, 4, 16, 32])}")
+            opts.append(f"tunnel_neighbors = {self.rng.choice([0, 1, 2, 4, 16, 32])}")
         if self.rng.random() < 0.2:
             opts.append(f"locality_order = {self.rng.choice(['on', 'off'])}")
         with_ = f" WITH ({', '.join(opts)})" if opts else ""
@@ -158,7 +158,8 @@ CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, 
         out, err, _ = self.psql(sql, check=False)
         if "ERROR" in err:
             expected = re.search(r"pq_subspaces \(\d+\) cannot exceed|must be at least|beyond the magnitude|"
-                                 r"invalid value for|out of range|out of bounds|must not exceed", err)
+                                 r"invalid value for|out of range|out of bounds|must not exceed|"
+                                 r"tunnel_neighbors must be 0", err)
             if not expected:
                 self.counts["errors"] += 1
                 self.fail(f"CREATE INDEX failed: {err.strip()[:400]}\noptions: {with_}")
