@@ -456,11 +456,14 @@ def summary_md(results: dict) -> str:
             else "") + "; pgvector HNSW m = 16, ef_construction = 64, "
          "iterative_scan = relaxed_order, ef_search = L.", ""]
     L += ["## Build and self-queries (L = 100)", "",
-          "| shape | metric | gateann build s | HNSW build s | self top-1 gate | self top-1 HNSW |",
-          "|---|---|---|---|---|---|"]
+          "| shape | metric | gateann build s | HNSW build s | tunnel_neighbors "
+          "| self top-1 gate | self top-1 HNSW |",
+          "|---|---|---|---|---|---|---|"]
     for f in facts:
         L.append(f"| {f['shape']} | {f['metric']} | {f.get('gateann_build_s', '')} | "
-                 f"{f.get('hnsw_build_s', '')} | {f.get('self_top1_gateann_gate', '')} | "
+                 f"{f.get('hnsw_build_s', '')} | "
+                 f"{f.get('gateann_info', {}).get('tunnel_neighbors', '')} | "
+                 f"{f.get('self_top1_gateann_gate', '')} | "
                  f"{f.get('self_top1_pgvector', '')} |")
     Ls = sorted({p["L"] for p in pts})
     L += ["", "## Recall@10 (share of queries with recall 0)", "",

@@ -914,6 +914,7 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
  * exact answer.  The prefix is kept unless it loses more than
  * PROBE_MAX_LOSS of recall; then tunneling keeps whole lists (twice the
  * neighbor store).  Deterministic: the same rows give the same choice.
+ * The lists must be ordered and connected for r_max.
  */
 #define PROBE_MIN_NODES		2000
 #define PROBE_QUERIES		200
@@ -996,8 +997,7 @@ probe_hits(const GateannGraph *g, GateannGraphScratch *s, uint32 q, int prefix, 
 
 /*
  * r_max, or R when tunneling over the first r_max neighbors of each list
- * finds clearly less than over whole lists (above).  The lists must be
- * ordered for tunneling with r_max.
+ * finds clearly less than over whole lists (above).
  */
 static int
 choose_tunnel_neighbors(const GateannGraph *g, int r_max)
@@ -1042,12 +1042,17 @@ gateann_graph_complete(GateannGraph *g, GateannGraphScratch *s, int L, float alp
 
 	r_max = Max(1, Min(r_max, g->R));
 	gateann_graph_finish(g, s, alpha, r_max);
-	if (choose_r_max)
-		r_max = choose_tunnel_neighbors(g, r_max);
-	g->r_max = r_max;
 	linked = gateann_graph_connect(g, s, L, r_max);
 	elog(DEBUG1, "gateann build: %u nodes linked to be reachable over %d neighbors",
 		 linked, r_max);
+
+	/*
+	 * The graph is the same whatever the choice: a node reachable over the
+	 * first r_max of each list is reachable over whole lists, and an ALTER
+	 * INDEX ... SET (tunnel_neighbors = r_max) later finds the prefixes
+	 * ordered and connected for it.
+	 */
+	g->r_max = choose_r_max ? choose_tunnel_neighbors(g, r_max) : r_max;
 }
 
 void

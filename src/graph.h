@@ -76,10 +76,10 @@ extern uint32 gateann_graph_connect(GateannGraph *graph, GateannGraphScratch *sc
 									int L, int r_max);
 
 /*
- * After both passes: finish with r_max; when choose_r_max, keep r_max only
- * if tunneling over that prefix of each list finds about what tunneling
- * over whole lists does (a probe of the graph's own nodes), else use R;
- * connect over the prefix chosen, and set graph->r_max to it (single
+ * After both passes: finish and connect with r_max, then set graph->r_max
+ * to r_max, or when choose_r_max to R if tunneling over that prefix of each
+ * list finds clearly less than tunneling over whole lists (a probe of the
+ * graph's own nodes).  The graph does not depend on the choice (single
  * process).
  */
 extern void gateann_graph_complete(GateannGraph *graph, GateannGraphScratch *scratch,
