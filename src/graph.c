@@ -954,26 +954,14 @@ expand_probe(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 static float
 probe_kth_distance(const GateannGraph *g, uint32 q)
 {
-	float		best[PROBE_K];
+	GateannCandidate best[PROBE_K];
 	int			nbest = 0;
 	uint32		i;
 
 	for (i = 0; i < g->n; i++)
-	{
-		float		d;
-		int			j;
-
-		if (i == q || !probe_matches(i))
-			continue;
-		d = vdist(g, q, i);
-		if (nbest == PROBE_K && d >= best[PROBE_K - 1])
-			continue;
-		j = (nbest < PROBE_K) ? nbest++ : PROBE_K - 1;
-		for (; j > 0 && best[j - 1] > d; j--)
-			best[j] = best[j - 1];
-		best[j] = d;
-	}
-	return nbest == PROBE_K ? best[PROBE_K - 1] : get_float4_infinity();
+		if (i != q && probe_matches(i))
+			(void) gateann_candidate_insert(best, &nbest, PROBE_K, i, vdist(g, q, i));
+	return nbest == PROBE_K ? best[PROBE_K - 1].dist : get_float4_infinity();
 }
 
 /* Of the true PROBE_K nearest matches of q, how many a walk finds */

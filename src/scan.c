@@ -940,8 +940,8 @@ search_is_stuck(GateannScanOpaque so)
 	double		walked = walked_nodes(so);
 	double		matched = so->matched;
 
-	if (!so->filtering || walked == 0 || !walk_has_evidence(so))
-		return false;
+	if (!so->filtering || !walk_has_evidence(so))
+		return false;			/* (evidence implies walked > 0) */
 	/* reads still in flight passed the in-memory check in gate mode: nearly all match */
 	if (so->filter_mode == GATEANN_FILTER_MODE_GATE)
 		matched += (double) (so->next_seq - so->head_seq);
@@ -1184,7 +1184,6 @@ search_graph(IndexScanDesc scan)
 	seed_frontier(so);
 	so->stuck_probe = so->filtering && so->filter_mode == GATEANN_FILTER_MODE_GATE &&
 		gateann_prefilter_selectivity > 0.0;
-	so->walk_abandoned = false;
 	search_round(scan);
 	so->stuck_probe = false;
 	if (so->walk_abandoned || (search_is_stuck(so) && prefilter_affordable(so)))
