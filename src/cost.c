@@ -83,7 +83,7 @@ gateann_costestimate(PlannerInfo *root, IndexPath *path, double loop_count,
 	 * falls back to one page; the scan reports the damage.
 	 */
 	record_pages = 1.0;
-	R_max = Min(GATEANN_DEFAULT_TUNNEL_NEIGHBORS, R);
+	R_max = gateann_build_tunnel_neighbors(opts);
 	if (gateann_peek_meta(rel, &meta))
 	{
 		if (meta.pages_per_record > 1)
