@@ -118,6 +118,33 @@ VACUUM pf;
 SELECT knn('label = 99') = exact_knn('label = 99') AS exact_after_delete;
 SELECT strategy FROM gateann_last_scan();
 
+-- copies: 1,536 vectors stored 12 times each (18,432 rows), a label per
+-- vector that 12 of them share (0.8 % of the rows).  Copies share a PQ
+-- distance, and a batch takes at most 10 of one (and a tenth of a larger
+-- batch), so the first batch of 100 reads ten vectors or more, not eight or
+-- nine: the others are what tells the scan how far PQ distances stray.
+-- With iterative_scan = off the rows are exactly those of the first batch.
+CREATE TABLE pfdup (id int, vid int, label int, v real[]);
+INSERT INTO pfdup
+  SELECT i, i % 1536, (i % 1536) % 128, ARRAY(SELECT rnd(i % 1536, j) FROM generate_series(1, 4) j)
+  FROM generate_series(0, 18431) i;
+CREATE INDEX pfdup_idx ON pfdup USING gateann (v, label);
+SET gateann.iterative_scan = off;
+SELECT count(DISTINCT vid) >= 10 AS ten_vectors_or_more, max(n) AS most_copies, sum(n) AS nrows
+  FROM (SELECT vid, count(*) AS n
+          FROM (SELECT vid FROM pfdup WHERE label = 7
+                 ORDER BY v <-> array_fill(0::real, ARRAY[4]) LIMIT 1000) r
+         GROUP BY vid) g;
+SELECT strategy, reads + buffer_hits AS reads FROM gateann_last_scan();
+RESET gateann.iterative_scan;
+-- with strict order, the first 10 rows are the exact answer's distances
+SELECT (SELECT array_agg(round((v <-> array_fill(0::real, ARRAY[4]))::numeric, 5))
+          FROM (SELECT v FROM pfdup WHERE label = 7
+                 ORDER BY v <-> array_fill(0::real, ARRAY[4]) LIMIT 10) r) =
+       (SELECT array_agg(d) FROM (SELECT round((v <-> array_fill(0::real, ARRAY[4]))::numeric, 5) AS d
+          FROM pfdup WHERE label = 7 ORDER BY 1 LIMIT 10) e) AS exact_distances;
+DROP TABLE pfdup;
+
 DROP FUNCTION knn(text, int);
 DROP FUNCTION exact_knn(text, int);
 DROP TABLE pf;

@@ -20,6 +20,13 @@
 /* Candidates ahead whose PQ codes are prefetched */
 #define PREFILTER_PREFETCH	16
 
+/*
+ * Passes over the candidates a batch makes at most to replace those its cap
+ * on equal PQ distances passed over (gateann_prefilter_take): a long run of
+ * copies of one vector costs that many, not one per copy.
+ */
+#define PREFILTER_PASSES	4
+
 static inline bool
 store_live(const GateannStore *store, uint32 id)
 {
@@ -112,14 +119,20 @@ gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 }
 
 int
-gateann_prefilter_take(GateannPrefilter *pf, int count,
+gateann_prefilter_take(GateannPrefilter *pf, int count, int max_copies,
 					   const GateannPrefilterCand **batch)
 {
 	GateannScored *first = pf->cands + pf->taken;
+	GateannScored *scratch;
 	int			n;
 
-	n = (int) gateann_topk_sorted(first, pf->ncands - pf->taken, count);
-	pf->taken += n;
 	*batch = first;
+	if (count <= 0 || pf->taken >= pf->ncands)
+		return 0;
+	scratch = palloc(sizeof(GateannScored) * count);
+	n = (int) gateann_topk_sorted_capped(first, pf->ncands - pf->taken, count,
+										 max_copies, PREFILTER_PASSES, scratch);
+	pfree(scratch);
+	pf->taken += n;
 	return n;
 }

@@ -65,10 +65,20 @@ extern void gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter 
 
 /*
  * Hand out the next `count` candidates in ascending PQ distance (ties by
- * id): they are placed, sorted, at cands[taken..]; *batch points at them.
- * Returns how many there were (0 when all were handed out).
+ * id), with at most max_copies of any one distance: they are placed, sorted,
+ * at cands[taken..]; *batch points at them.  Returns how many there were (0
+ * when all were handed out; fewer than count when a long run of equal
+ * distances held more back than the batch could replace).
+ *
+ * Why the cap: copies of a vector have one PQ code, so they share a
+ * distance, and a table that stores each vector many times would otherwise
+ * spend a batch on a few vectors.  Those few are all the scan learns about
+ * how far PQ distances stray from exact ones (scan.c, unreached_bound), and
+ * a vector whose code strays more, further down the list, was never read.
+ * The candidates held back stay, and come first in a later batch if they
+ * are still the best.
  */
-extern int	gateann_prefilter_take(GateannPrefilter *pf, int count,
+extern int	gateann_prefilter_take(GateannPrefilter *pf, int count, int max_copies,
 								   const GateannPrefilterCand **batch);
 
 #endif							/* GATEANN_PREFILTER_H */

@@ -87,6 +87,8 @@
 #define GATEANN_LIST_SCALE_MAX	64
 /* ... and never longer than this */
 #define GATEANN_MAX_LIST_SIZE	1000000
+/* Rows strict_order tests before it returns the first (strict_wants_round) */
+#define STRICT_FIRST_ROWS	10
 
 /* Min-heap element, used for results (exact) and evicted candidates (PQ) */
 typedef struct HeapEntry
@@ -848,6 +850,18 @@ resume_search(GateannScanOpaque so)
 }
 
 /*
+ * Copies of one PQ distance a pre-filtered batch reads at most
+ * (gateann_prefilter_take): enough for the rows strict_order tests first,
+ * and a tenth of a larger batch, so that rounds over a table of copies of
+ * one vector grow like any others.
+ */
+static inline int
+prefilter_max_copies(GateannScanOpaque so)
+{
+	return Max(STRICT_FIRST_ROWS, so->L / 10);
+}
+
+/*
  * Pre-filtering: the next L pre-filtered candidates, best PQ distance
  * first, become the frontier (already in order, all undispatched); false
  * when none are left.
@@ -859,7 +873,7 @@ prefilter_load(GateannScanOpaque so)
 	int			n;
 	int			i;
 
-	n = gateann_prefilter_take(&so->pf, so->L, &batch);
+	n = gateann_prefilter_take(&so->pf, so->L, prefilter_max_copies(so), &batch);
 	if (n == 0)
 	{
 		so->exhausted = true;
@@ -1320,8 +1334,6 @@ collect_stats(GateannScanOpaque so)
  * doubles).  A further round runs first while the last row of the window
  * could be beaten.
  */
-#define STRICT_FIRST_ROWS	10
-
 static bool
 strict_wants_round(GateannScanOpaque so)
 {

@@ -1,6 +1,6 @@
 /*
  * topk.h — the k best of n scored ids, in order (prefilter.c hands out
- * pre-filtered candidates this way).  Plain C, no PostgreSQL headers,
+ * pre-filtered candidates this way, with a cap on equal distances).  Plain C, no PostgreSQL headers,
  * unit-tested.
  */
 #ifndef GATEANN_TOPK_H
@@ -20,5 +20,18 @@ typedef struct GateannScored
  * O(n + k log k).  Returns min(k, n) (0 when k <= 0).
  */
 extern int64_t gateann_topk_sorted(GateannScored *c, int64_t n, int64_t k);
+
+/*
+ * As gateann_topk_sorted, with at most max_run of any one distance among
+ * those that come first: c[0..r-1] is then, in ascending order, what taking
+ * c's items in (dist, id) order and passing over each one whose distance
+ * max_run items already taken have, gives first; the rest follow in no
+ * order.  Each pass over the candidates (at most max_passes; each is
+ * O(n)) replaces what the cap passed over, so a run of equal distances
+ * much longer than k leaves r < k.  scratch: room for k items.  Returns r.
+ */
+extern int64_t gateann_topk_sorted_capped(GateannScored *c, int64_t n, int64_t k,
+										  int max_run, int max_passes,
+										  GateannScored *scratch);
 
 #endif							/* GATEANN_TOPK_H */

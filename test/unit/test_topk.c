@@ -1,7 +1,9 @@
 /*
  * test_topk.c — the k best scored ids, in order (src/topk.c), which
  * pre-filtering hands out in batches: checked against a full sort on
- * random inputs with many equal distances, and the edge cases of k.
+ * random inputs with many equal distances, and the edge cases of k; and
+ * the same with a cap on equal distances, against taking a full sort's
+ * items in order and passing over those the cap refuses.
  */
 #include "test_common.h"
 #include "topk.h"
@@ -102,6 +104,51 @@ case_batches(void)
 			  sorted[i].id);
 }
 
+/*
+ * Capped: c[0..got-1] is a prefix of what the full sort gives, in order,
+ * when each item whose distance max_run items already taken have is passed
+ * over; all of it when the passes suffice; all n still there.
+ */
+static void
+case_capped(int n, int64_t k, int levels, int max_run, int max_passes, int64_t want_min,
+			unsigned seed)
+{
+	static GateannScored c[MAXN];
+	static GateannScored sorted[MAXN];
+	static GateannScored expect[MAXN];
+	static GateannScored scratch[MAXN];
+	static char seen[MAXN];
+	int64_t		nexpect = 0;
+	int64_t		got;
+	int			run = 0;
+	int			i;
+
+	fill(c, n, levels, &seed);
+	memcpy(sorted, c, sizeof(GateannScored) * n);
+	qsort(sorted, n, sizeof(GateannScored), full_cmp);
+	for (i = 0; i < n && nexpect < k; i++)
+	{
+		run = (nexpect > 0 && sorted[i].dist == expect[nexpect - 1].dist) ? run + 1 : 1;
+		if (run <= max_run)
+			expect[nexpect++] = sorted[i];
+		else
+			run = max_run;
+	}
+	got = gateann_topk_sorted_capped(c, n, k, max_run, max_passes, scratch);
+	CHECK(got <= nexpect && got >= want_min,
+		  "n=%d k=%lld cap=%d: returned %lld, want %lld..%lld\n", n, (long long) k,
+		  max_run, (long long) got, (long long) want_min, (long long) nexpect);
+	for (i = 0; i < got && i < nexpect; i++)
+		CHECK(c[i].id == expect[i].id && c[i].dist == expect[i].dist,
+			  "n=%d k=%lld cap=%d: position %d holds id %u, want %u\n", n, (long long) k,
+			  max_run, i, c[i].id, expect[i].id);
+	memset(seen, 0, n);
+	for (i = 0; i < n; i++)
+		seen[c[i].id]++;
+	for (i = 0; i < n; i++)
+		CHECK(seen[i] == 1, "n=%d cap=%d: id %d appears %d times\n", n, max_run, i, seen[i]);
+}
+
 void
 run_topk_tests(void)
 {
@@ -116,4 +163,14 @@ run_topk_tests(void)
 	RUN_CASE("topk: k = 0", case_matches_full_sort(100, 0, 5, 8));
 	RUN_CASE("topk: n = 1", case_matches_full_sort(1, 10, 5, 9));
 	RUN_CASE("topk: batches of growing size", case_batches());
+	/* 5000 items over 200 distances: runs of about 25, cap 10: four passes fill most of the batch */
+	RUN_CASE("topk capped: runs longer than the cap",
+			 case_capped(MAXN, 100, 200, 10, 4, 80, 11));
+	RUN_CASE("topk capped: passes enough for every run",
+			 case_capped(MAXN, 300, 1000, 2, 50, 300, 12));
+	RUN_CASE("topk capped: distinct distances, as uncapped",
+			 case_capped(MAXN, 77, 1 << 30, 1, 1, 77, 13));
+	/* one distance: each pass keeps nothing after the first max_run */
+	RUN_CASE("topk capped: one distance only", case_capped(1000, 100, 1, 10, 4, 10, 14));
+	RUN_CASE("topk capped: k > n", case_capped(40, 100, 3, 5, 10, 15, 15));
 }
