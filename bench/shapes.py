@@ -457,12 +457,15 @@ def summary_md(results: dict) -> str:
          "iterative_scan = relaxed_order, ef_search = L.", ""]
     L += ["## Build and self-queries (L = 100)", "",
           "| shape | metric | gateann build s | HNSW build s | tunnel_neighbors "
-          "| self top-1 gate | self top-1 HNSW |",
-          "|---|---|---|---|---|---|---|"]
+          "| build_recall (list) | self top-1 gate | self top-1 HNSW |",
+          "|---|---|---|---|---|---|---|---|"]
     for f in facts:
+        info = f.get('gateann_info', {})
+        br = info.get('build_recall')
+        probe = "" if br is None else f"{br:.3f} ({info.get('build_recall_list')})"
         L.append(f"| {f['shape']} | {f['metric']} | {f.get('gateann_build_s', '')} | "
                  f"{f.get('hnsw_build_s', '')} | "
-                 f"{f.get('gateann_info', {}).get('tunnel_neighbors', '')} | "
+                 f"{info.get('tunnel_neighbors', '')} | {probe} | "
                  f"{f.get('self_top1_gateann_gate', '')} | "
                  f"{f.get('self_top1_pgvector', '')} |")
     Ls = sorted({p["L"] for p in pts})

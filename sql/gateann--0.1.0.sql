@@ -274,7 +274,8 @@ CREATE FUNCTION gateann_index_info(index regclass,
 	OUT neighbor_store_bytes bigint, OUT filter_store_bytes bigint,
 	OUT loaded boolean, OUT shared boolean, OUT build_id bigint,
 	OUT free_slots bigint, OUT pq_training_rows bigint,
-	OUT entry_points integer, OUT unreachable_nodes bigint)
+	OUT entry_points integer, OUT unreachable_nodes bigint,
+	OUT build_recall real, OUT build_recall_list integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 

@@ -232,6 +232,16 @@ typedef struct GateannMetaPageData
 	float4		pq_spacing;
 	uint32		pq_coded;
 	uint32		pq_poor;
+
+	/*
+	 * What the build measured of its graph (graph.h,
+	 * gateann_graph_probe_recall): recall@10 of an unfiltered search with a
+	 * list of build_recall_list, gateann.search_list_size when it built.
+	 * (Zero when it did not: too few rows, or an index written before
+	 * these fields.)
+	 */
+	float4		build_recall;
+	int32		build_recall_list;
 } GateannMetaPageData;
 
 typedef GateannMetaPageData *GateannMetaPage;

@@ -102,6 +102,19 @@ extern void gateann_graph_build(GateannGraph *graph, const uint32 *entries, int 
  * cand_ids into out (room for R).  Returns its length.  Candidates must be
  * distinct and not the node itself.
  */
+/*
+ * How well the finished graph answers unfiltered searches: 200 of its own
+ * nodes (each left out: neither a result nor a candidate) are searched for
+ * with exact distances, a list of lists[0], then lists[1], ... until one
+ * finds `enough` of their 10 nearest neighbors (recall@10, against the
+ * exact answer).  recall[i] is what lists[i] found; returns how many lists
+ * were tried (0 when the graph has too few nodes to tell).  A scan, with PQ
+ * distances and its strict_order rounds, finds about as much at that list
+ * size, a little more.
+ */
+extern int	gateann_graph_probe_recall(const GateannGraph *graph, const int *lists,
+									   int nlists, double enough, double *recall);
+
 extern int	gateann_graph_prune_vectors(const float *self, const float *cand_vectors,
 										const uint32 *cand_ids, int ncands, int dims,
 										float alpha, int R, int r_max, uint32 *out);

@@ -163,8 +163,8 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	GateannMetaPageData meta;
 	GateannOptions *opts;
 	TupleDesc	tupdesc;
-	Datum		values[19];
-	bool		nulls[19] = {0};
+	Datum		values[21];
+	bool		nulls[21] = {0};
 	int			r_max;
 	bool		loaded,
 				shared = false;
@@ -217,6 +217,11 @@ gateann_index_info(PG_FUNCTION_ARGS)
 		values[18] = Int64GetDatum(0);
 	else
 		nulls[18] = true;
+
+	/* the build's probe (graph.h), when it ran */
+	values[19] = Float4GetDatum(meta.build_recall);
+	values[20] = Int32GetDatum(meta.build_recall_list);
+	nulls[19] = nulls[20] = meta.build_recall_list <= 0;
 
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
