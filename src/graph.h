@@ -96,16 +96,9 @@ extern void gateann_graph_build(GateannGraph *graph, const uint32 *entries, int 
 								void (*progress) (int pass, uint32 done, uint32 total));
 
 /*
- * Robust prune (alpha, at most R) of ncands candidates for the node whose
- * vector is `self`, candidates' vectors given in order (ncands * dims), the
- * result ordered for tunneling (first r_max a prune at alpha 1), written as
- * cand_ids into out (room for R).  Returns its length.  Candidates must be
- * distinct and not the node itself.
- */
-/*
  * How well the finished graph answers unfiltered searches: 200 of its own
- * nodes (each left out: neither a result nor a candidate) are searched for
- * with exact distances, a list of lists[0], then lists[1], ... until one
+ * nodes are searched for with exact distances (each walked through but not
+ * counted: see probe_hits), a list of lists[0], then lists[1], ... until one
  * finds `enough` of their 10 nearest neighbors (recall@10, against the
  * exact answer).  recall[i] is what lists[i] found; returns how many lists
  * were tried (0 when the graph has too few nodes to tell).  A scan, with PQ
@@ -115,6 +108,13 @@ extern void gateann_graph_build(GateannGraph *graph, const uint32 *entries, int 
 extern int	gateann_graph_probe_recall(const GateannGraph *graph, const int *lists,
 									   int nlists, double enough, double *recall);
 
+/*
+ * Robust prune (alpha, at most R) of ncands candidates for the node whose
+ * vector is `self`, candidates' vectors given in order (ncands * dims), the
+ * result ordered for tunneling (first r_max a prune at alpha 1), written as
+ * cand_ids into out (room for R).  Returns its length.  Candidates must be
+ * distinct and not the node itself.
+ */
 extern int	gateann_graph_prune_vectors(const float *self, const float *cand_vectors,
 										const uint32 *cand_ids, int ncands, int dims,
 										float alpha, int R, int r_max, uint32 *out);
