@@ -22,13 +22,13 @@ typedef struct GateannScored
 extern int64_t gateann_topk_sorted(GateannScored *c, int64_t n, int64_t k);
 
 /*
- * As gateann_topk_sorted, with at most max_run of any one distance among
- * those that come first: c[0..r-1] is then, in ascending order, what taking
- * c's items in (dist, id) order and passing over each one whose distance
- * max_run items already taken have, gives first; the rest follow in no
- * order.  Each pass over the candidates (at most max_passes; each is
- * O(n)) replaces what the cap passed over, so a run of equal distances
- * much longer than k leaves r < k.  scratch: room for k items.  Returns r.
+ * As gateann_topk_sorted, with at most max_run items of any one distance:
+ * c[0..r-1] holds, in ascending order, the first r items of c in (dist, id)
+ * order, skipping every item whose distance max_run earlier picks already
+ * have; the rest follow in no order.  Each pass over the candidates (at
+ * most max_passes, each O(n)) replaces what the cap skipped, so a run of
+ * equal distances much longer than k can leave r < k.  scratch: room for k
+ * items.  Returns r.
  */
 extern int64_t gateann_topk_sorted_capped(GateannScored *c, int64_t n, int64_t k,
 										  int max_run, int max_passes,
