@@ -959,18 +959,45 @@ expand_probe(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 	return unmet_neighbors(s, neighbors_of(s->graph, id), deg, ids, dists);
 }
 
-/* The 10th smallest distance from node q to a matching node other than q */
-static float
-probe_kth_distance(const GateannGraph *g, uint32 q)
+/*
+ * The distance of each probe node's PROBE_K-th nearest other node (that
+ * matches, when filtered), in one pass over the vectors: the probe nodes'
+ * vectors stay in cache.
+ */
+static void
+probe_kth_distances(const GateannGraph *g, int nq, bool filtered, float *kth)
 {
-	GateannCandidate best[PROBE_K];
-	int			nbest = 0;
+	GateannCandidate *best = palloc(sizeof(GateannCandidate) * PROBE_K * nq);
+	int		   *nbest = palloc0(sizeof(int) * nq);
 	uint32		i;
+	int			j;
 
 	for (i = 0; i < g->n; i++)
-		if (i != q && probe_matches(i))
-			(void) gateann_candidate_insert(best, &nbest, PROBE_K, i, vdist(g, q, i));
-	return nbest == PROBE_K ? best[PROBE_K - 1].dist : get_float4_infinity();
+	{
+		const float *v = g->vectors + (Size) i * g->dims;
+
+		if ((i & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (filtered && !probe_matches(i))
+			continue;
+		for (j = 0; j < nq; j++)
+		{
+			uint32		q = probe_query(g, j, nq);
+			GateannCandidate *b = best + (Size) j * PROBE_K;
+			float		d;
+
+			if (i == q)
+				continue;
+			d = gateann_l2sq(g->vectors + (Size) q * g->dims, v, g->dims);
+			if (!gateann_candidate_rejects(b, nbest[j], PROBE_K, d))
+				(void) gateann_candidate_insert(b, &nbest[j], PROBE_K, i, d);
+		}
+	}
+	for (j = 0; j < nq; j++)
+		kth[j] = nbest[j] == PROBE_K ? best[(Size) j * PROBE_K + PROBE_K - 1].dist :
+			get_float4_infinity();
+	pfree(best);
+	pfree(nbest);
 }
 
 /*
@@ -1016,6 +1043,7 @@ static int
 choose_tunnel_neighbors(const GateannGraph *g, int r_max)
 {
 	GateannGraphScratch *s;
+	float	   *kth;
 	int64		hits_prefix = 0,
 				hits_whole = 0;
 	int			nq = PROBE_QUERIES;
@@ -1027,15 +1055,17 @@ choose_tunnel_neighbors(const GateannGraph *g, int r_max)
 		return r_max;
 	INSTR_TIME_SET_CURRENT(start);
 	s = gateann_graph_scratch_create(g, PROBE_LIST);
+	kth = palloc(sizeof(float) * nq);
+	probe_kth_distances(g, nq, true, kth);
 	for (j = 0; j < nq; j++)
 	{
 		uint32		q = probe_query(g, j, nq);
-		float		kth = probe_kth_distance(g, q);
 
 		CHECK_FOR_INTERRUPTS();
-		hits_prefix += probe_hits(g, s, q, true, r_max, PROBE_LIST, kth);
-		hits_whole += probe_hits(g, s, q, true, g->R, PROBE_LIST, kth);
+		hits_prefix += probe_hits(g, s, q, true, r_max, PROBE_LIST, kth[j]);
+		hits_whole += probe_hits(g, s, q, true, g->R, PROBE_LIST, kth[j]);
 	}
+	pfree(kth);
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	elog(DEBUG1, "gateann build: tunneling over %d of %d neighbors finds %.3f of the nearest matches, over all %.3f (probe: %.3f s)",
@@ -1044,44 +1074,6 @@ choose_tunnel_neighbors(const GateannGraph *g, int r_max)
 	if ((double) (hits_whole - hits_prefix) > PROBE_MAX_LOSS * nq * PROBE_K)
 		return g->R;
 	return r_max;
-}
-
-/*
- * The distance of each probe node's PROBE_K-th nearest other node, in one
- * pass over the vectors (the probe nodes' vectors stay in cache).
- */
-static void
-probe_kth_distances(const GateannGraph *g, int nq, float *kth)
-{
-	GateannCandidate *best = palloc(sizeof(GateannCandidate) * PROBE_K * nq);
-	int		   *nbest = palloc0(sizeof(int) * nq);
-	uint32		i;
-	int			j;
-
-	for (i = 0; i < g->n; i++)
-	{
-		const float *v = g->vectors + (Size) i * g->dims;
-
-		if ((i & 4095) == 0)
-			CHECK_FOR_INTERRUPTS();
-		for (j = 0; j < nq; j++)
-		{
-			uint32		q = probe_query(g, j, nq);
-			GateannCandidate *b = best + (Size) j * PROBE_K;
-			float		d;
-
-			if (i == q)
-				continue;
-			d = gateann_l2sq(g->vectors + (Size) q * g->dims, v, g->dims);
-			if (!gateann_candidate_rejects(b, nbest[j], PROBE_K, d))
-				(void) gateann_candidate_insert(b, &nbest[j], PROBE_K, i, d);
-		}
-	}
-	for (j = 0; j < nq; j++)
-		kth[j] = nbest[j] == PROBE_K ? best[(Size) j * PROBE_K + PROBE_K - 1].dist :
-			get_float4_infinity();
-	pfree(best);
-	pfree(nbest);
 }
 
 int
@@ -1103,7 +1095,7 @@ gateann_graph_probe_recall(const GateannGraph *g, const int *lists, int nlists,
 	for (j = 0; j < nlists; j++)
 		maxlist = Max(maxlist, lists[j]);
 	kth = palloc(sizeof(float) * nq);
-	probe_kth_distances(g, nq, kth);
+	probe_kth_distances(g, nq, false, kth);
 	s = gateann_graph_scratch_create(g, maxlist);
 	for (tried = 0; tried < nlists; tried++)
 	{
