@@ -974,8 +974,6 @@ probe_kth_distances(const GateannGraph *g, int nq, bool filtered, float *kth)
 
 	for (i = 0; i < g->n; i++)
 	{
-		const float *v = g->vectors + (Size) i * g->dims;
-
 		if ((i & 4095) == 0)
 			CHECK_FOR_INTERRUPTS();
 		if (filtered && !probe_matches(i))
@@ -988,7 +986,7 @@ probe_kth_distances(const GateannGraph *g, int nq, bool filtered, float *kth)
 
 			if (i == q)
 				continue;
-			d = gateann_l2sq(g->vectors + (Size) q * g->dims, v, g->dims);
+			d = vdist(g, q, i);
 			if (!gateann_candidate_rejects(b, nbest[j], PROBE_K, d))
 				(void) gateann_candidate_insert(b, &nbest[j], PROBE_K, i, d);
 		}
