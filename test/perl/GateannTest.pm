@@ -20,12 +20,24 @@ our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql);
 #                    records checked against full-page images, and WAL kept
 #                    for a standby that lags (it is slow: it compares images)
 #   conf => '...'    more postgresql.conf lines
+#   checksums => 0/1 data checksums off / on (default: initdb's, which is
+#                    off before PostgreSQL 18 and on from 18)
 sub gateann_node
 {
 	my ($name, %opt) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
+	my @initdb;
 
-	$node->init($opt{streaming} ? (allows_streaming => 1) : ());
+	if (defined $opt{checksums})
+	{
+		# --no-data-checksums exists from PostgreSQL 17, the first with
+		# anything to turn off is 18
+		push @initdb, '--data-checksums' if $opt{checksums};
+		push @initdb, '--no-data-checksums'
+		  if !$opt{checksums} && $node->pg_version >= 18;
+	}
+	$node->init(($opt{streaming} ? (allows_streaming => 1) : ()),
+		(@initdb ? (extra => \@initdb) : ()));
 	my $conf = "maintenance_work_mem = '256MB'\n";
 	$conf .= "shared_preload_libraries = 'gateann'\n" if $opt{preload};
 	$conf .= "wal_consistency_checking = 'generic'\nwal_keep_size = '1GB'\n"
