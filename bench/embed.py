@@ -8,9 +8,12 @@ L2 normalisation, as sentence-transformers runs it) is written here in numpy,
 so neither PyTorch nor a network connection is needed.  Tokenizer: the
 `tokenizers` package with the model's own tokenizer.json.
 
-Text: sentences of 5-40 words from the docstrings and comments of the Python
-standard library (files in sorted order, first occurrence of a sentence
-kept; about 48,000 with Python 3.11).
+Text: sentences of 5-40 words (first occurrence kept) from, in this order, the
+docstrings and comments of the Python standard library (about 48,000 with
+Python 3.11), the POD of Perl's library (about 22,000 with Perl 5.36), and the
+docstrings and comments of the packages installed beside the interpreter
+(bench/.venv's: about 30,000 more).  Up to 48,000 sentences the corpus is the
+standard library's alone, so earlier caches stay valid.
 
 sentence_embeddings(n) returns (n, 384) float32 unit vectors, cached under
 bench/data/embeddings/.  CLI: python embed.py --n 20000
@@ -23,6 +26,7 @@ import io
 import json
 import re
 import struct
+import subprocess
 import sys
 import sysconfig
 import time
@@ -69,18 +73,38 @@ def _layer_norm(x, w, b, eps=1e-12):
 
 
 def _gelu(x):
-    """BERT's exact gelu, x * Phi(x)."""
-    return 0.5 * x * (1.0 + _erf(x * np.float32(0.7071067811865476)))
+    """BERT's exact gelu, x * Phi(x), in slices that stay in the CPU's cache
+    (the polynomial below makes a dozen passes over its input)."""
+    out = np.empty_like(x)
+    flat_in, flat_out = x.reshape(-1), out.reshape(-1)
+    for i in range(0, flat_in.size, 16384):
+        v = flat_in[i:i + 16384]
+        flat_out[i:i + 16384] = 0.5 * v * (1.0 + _erf(v * np.float32(0.7071067811865476)))
+    return out
+
+
+_ERFC_COEFFS = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806,
+                0.27886807, -1.13520398, 1.48851587, -0.82215223, 0.17087277)
 
 
 def _erf(x):
-    """erf by the rational approximation of Numerical Recipes' erfc (|error| < 1.2e-7)."""
+    """erf by the rational approximation of Numerical Recipes' erfc (|error| <
+    1.2e-7), evaluated in place: the activations are the encoder's largest
+    arrays, and temporaries of their size are most of its time."""
     z = np.abs(x)
-    t = 1.0 / (1.0 + 0.5 * z)
-    r = t * np.exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (
-        0.09678418 + t * (-0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (
-            1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))))
-    return np.where(x >= 0, 1.0 - r, r - 1.0)
+    t = 0.5 * z
+    t += 1.0
+    np.reciprocal(t, out=t)
+    p = t * np.float32(_ERFC_COEFFS[-1])
+    for c in _ERFC_COEFFS[-2:0:-1]:
+        p += np.float32(c)
+        p *= t
+    p += np.float32(_ERFC_COEFFS[0])
+    np.square(z, out=z)
+    p -= z
+    np.exp(p, out=p)
+    p *= t                      # erfc(|x|)
+    return np.where(x >= 0, 1.0 - p, p - 1.0)
 
 
 class MiniLM:
@@ -119,14 +143,14 @@ class MiniLM:
             q = lin(x, "attention.self.query").reshape(B, L, H, D).transpose(0, 2, 1, 3)
             k = lin(x, "attention.self.key").reshape(B, L, H, D).transpose(0, 2, 1, 3)
             v = lin(x, "attention.self.value").reshape(B, L, H, D).transpose(0, 2, 1, 3)
-            att = q @ k.transpose(0, 1, 3, 2) / np.sqrt(D) + bias
+            att = q @ k.transpose(0, 1, 3, 2) * np.float32(1.0 / np.sqrt(D)) + bias
             att = np.exp(att - att.max(-1, keepdims=True))
             att /= att.sum(-1, keepdims=True)
             ctx = (att @ v).transpose(0, 2, 1, 3).reshape(B, L, H * D)
             x = _layer_norm(lin(ctx, "attention.output.dense") + x,
                             w[p + "attention.output.LayerNorm.weight"],
                             w[p + "attention.output.LayerNorm.bias"])
-            h = _gelu(lin(x, "intermediate.dense")).astype(np.float32)
+            h = _gelu(lin(x, "intermediate.dense"))
             x = _layer_norm(lin(h, "output.dense") + x, w[p + "output.LayerNorm.weight"],
                             w[p + "output.LayerNorm.bias"])
         pooled = (x * mask[:, :, None]).sum(1) / mask.sum(1, keepdims=True)
@@ -144,41 +168,106 @@ def _sentences_of(text: str, out: dict) -> None:
             out.setdefault(s, None)
 
 
-def corpus(limit: int) -> list[str]:
-    """Sentences from the docstrings and comments of the Python standard
-    library (its own test suite included, installed packages not: the same
-    interpreter version gives the same text)."""
-    root = Path(sysconfig.get_paths()["stdlib"])
+def _python_sentences(root: Path, seen: dict, limit: int, skip=()) -> None:
+    """Docstrings and runs of comment lines of the .py files under root, in
+    sorted order, until seen holds limit sentences."""
+    for f in sorted(root.rglob("*.py")):
+        if len(seen) >= limit:
+            return
+        if any(p in skip for p in f.relative_to(root).parts):
+            continue
+        try:
+            src = f.read_text(errors="ignore")
+            tree = ast.parse(src)
+        except (SyntaxError, ValueError, OSError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)):
+                d = ast.get_docstring(node)
+                if d:
+                    _sentences_of(d, seen)
+        # runs of comment lines, joined
+        try:
+            block: list[str] = []
+            for tok in tokenize.generate_tokens(io.StringIO(src).readline):
+                if tok.type == tokenize.COMMENT:
+                    block.append(tok.string.lstrip("#").strip())
+                elif tok.type not in (tokenize.NL, tokenize.NEWLINE) and block:
+                    _sentences_of(" ".join(block), seen)
+                    block = []
+        except (tokenize.TokenError, IndentationError, SyntaxError):
+            pass
+
+
+# POD formatting codes: C<code>, B<<< bold >>>, L<link>, ...
+_POD_CODE = re.compile(r"[A-Z]<+\s*([^<>]*?)\s*>+")
+
+
+def _pod_sentences(root: Path, seen: dict, limit: int) -> None:
+    """The prose paragraphs of the POD in the .pod and .pm files under root
+    (Perl's own library documentation), in sorted order; command paragraphs
+    (=head1, =item, ...) and verbatim (indented) ones are left out."""
+    for f in sorted(root.rglob("*")):
+        if len(seen) >= limit:
+            return
+        if f.suffix not in (".pod", ".pm") or not f.is_file():
+            continue
+        in_pod = False
+        for para in re.split(r"\n\s*\n", f.read_text(errors="ignore")):
+            para = para.lstrip("\n")
+            if para.startswith("="):
+                in_pod = para.split(None, 1)[0] != "=cut"
+                continue
+            if not in_pod or para[:1] in (" ", "\t"):
+                continue
+            prev = None
+            while prev != para:
+                prev, para = para, _POD_CODE.sub(r"\1", para)
+            _sentences_of(para, seen)
+
+
+def _perl_privlib() -> Path | None:
+    try:
+        out = subprocess.run(["perl", "-MConfig", "-e", "print $Config{privlib}"],
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return Path(out) if out and Path(out).is_dir() else None
+
+
+def _package_versions() -> dict:
+    from importlib import metadata
+    return {d.metadata["Name"]: d.version for d in
+            sorted(metadata.distributions(), key=lambda d: d.metadata["Name"].lower())}
+
+
+def corpus(limit: int) -> tuple[list[str], dict]:
+    """Sentences of text already on the machine, in a fixed order, and how
+    many each source gave:
+    1. the docstrings and comments of the Python standard library (its own
+       test suite included; about 48,000 sentences with Python 3.11: every
+       corpus of up to that size is this one alone, as before);
+    2. the POD of Perl's library (about 22,000 with Perl 5.36);
+    3. the docstrings and comments of the packages installed beside this
+       interpreter (bench/.venv: numpy, matplotlib, pip, ...; their versions
+       decide the text, so they are recorded beside the cache)."""
     seen: dict = {}
-    for root in [root]:
-        for f in sorted(root.rglob("*.py")):
-            if "site-packages" in f.parts or "dist-packages" in f.parts:
-                continue
-            if len(seen) >= limit:
-                return list(seen)[:limit]
-            try:
-                src = f.read_text(errors="ignore")
-                tree = ast.parse(src)
-            except (SyntaxError, ValueError, OSError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                                     ast.AsyncFunctionDef)):
-                    d = ast.get_docstring(node)
-                    if d:
-                        _sentences_of(d, seen)
-            # runs of comment lines, joined
-            try:
-                block: list[str] = []
-                for tok in tokenize.generate_tokens(io.StringIO(src).readline):
-                    if tok.type == tokenize.COMMENT:
-                        block.append(tok.string.lstrip("#").strip())
-                    elif tok.type not in (tokenize.NL, tokenize.NEWLINE) and block:
-                        _sentences_of(" ".join(block), seen)
-                        block = []
-            except (tokenize.TokenError, IndentationError, SyntaxError):
-                pass
-    return list(seen)[:limit]
+    sources: dict = {}
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    _python_sentences(stdlib, seen, limit, skip=("site-packages", "dist-packages"))
+    sources["python %d.%d stdlib" % sys.version_info[:2]] = len(seen)
+    perl = _perl_privlib()
+    if perl is not None and len(seen) < limit:
+        n0 = len(seen)
+        _pod_sentences(perl, seen, limit)
+        sources[f"perl {perl}"] = len(seen) - n0
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    if len(seen) < limit and purelib != stdlib:
+        n0 = len(seen)
+        _python_sentences(purelib, seen, limit, skip=(MODEL_PACKAGE,))
+        sources[f"packages {purelib}"] = len(seen) - n0
+    return list(seen)[:limit], sources
 
 
 def sentence_embeddings(n: int) -> np.ndarray:
@@ -189,9 +278,10 @@ def sentence_embeddings(n: int) -> np.ndarray:
         return np.load(path)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.monotonic()
-    texts = corpus(n)
+    texts, sources = corpus(n)
     if len(texts) < n:
-        raise SystemExit(f"only {len(texts)} sentences found on this machine, {n} wanted")
+        raise SystemExit(f"only {len(texts)} sentences found on this machine, {n} wanted "
+                         f"({sources})")
     model = MiniLM()
     # batches of similar length: less padding
     order = np.argsort([len(t) for t in texts], kind="stable")
@@ -203,7 +293,8 @@ def sentence_embeddings(n: int) -> np.ndarray:
             log(f"embedded {b}/{n} sentences")
     np.save(path, emb)
     path.with_suffix(".json").write_text(json.dumps(
-        {"n": n, "seconds": round(time.monotonic() - t0, 1), "first": texts[:5]}, indent=1))
+        {"n": n, "seconds": round(time.monotonic() - t0, 1), "sources": sources,
+         "packages": _package_versions() if len(sources) > 2 else {}, "first": texts[:5]}, indent=1))
     log(f"embedded {n} sentences in {time.monotonic() - t0:.0f}s")
     return emb
 
