@@ -1130,6 +1130,20 @@ gateann_graph_complete(GateannGraph *g, GateannGraphScratch *s, int L, float alp
 	linked = gateann_graph_connect(g, s, L, r_max);
 	elog(DEBUG1, "gateann build: %u nodes linked to be reachable over %d neighbors",
 		 linked, r_max);
+	if (message_level_is_interesting(DEBUG1))
+	{
+		uint64		edges = 0;
+		uint32		full = 0;
+		uint32		i;
+
+		for (i = 0; i < g->n; i++)
+		{
+			edges += g->degree[i];
+			full += (g->degree[i] >= g->R);
+		}
+		elog(DEBUG1, "gateann build: %.1f neighbors per node on average, %u of %u lists full (%d)",
+			 (double) edges / Max(g->n, 1), full, g->n, g->R);
+	}
 
 	/*
 	 * The graph is the same whatever the choice: a node reachable over the
