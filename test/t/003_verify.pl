@@ -15,6 +15,22 @@ use Test::More;
 
 use GateannTest;
 
+# The first node page of the open index file $fh: its block number and its
+# bytes.  A node page's special space (its last 8 bytes) says "GATE", kind 3.
+sub first_node_page
+{
+	my ($fh) = @_;
+	my ($block, $page) = (0, '');
+	seek($fh, 0, 0);
+	while (read($fh, $page, 8192) == 8192)
+	{
+		my ($magic, $kind) = unpack('V v', substr($page, 8192 - 8, 6));
+		return ($block, $page) if $magic == 0x47415445 && $kind == 3;
+		$block++;
+	}
+	die "no node page in the index file";
+}
+
 my $node = gateann_node('verify', checksums => 0);
 $node->safe_psql('postgres', qq{
 SELECT setseed(0.5);
@@ -25,20 +41,13 @@ CREATE INDEX t_idx ON t USING gateann (v);
 is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('t_idx')}), '0',
 	'a fresh index verifies clean');
 
-# node 0 starts right after the page header of the first node page: the
-# first page whose special space (its last 8 bytes) says "GATE", kind 3
+# node 0 starts right after the page header of the first node page
 my $path = $node->data_dir . '/' .
   $node->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
 $node->stop;
 open(my $fh, '+<', $path) or die "open $path: $!";
 binmode $fh;
-my ($block, $page) = (0, '');
-while (read($fh, $page, 8192) == 8192)
-{
-	my ($magic, $kind) = unpack('V v', substr($page, 8192 - 8, 6));
-	last if $magic == 0x47415445 && $kind == 3;
-	$block++;
-}
+my ($block, $page) = first_node_page($fh);
 seek($fh, $block * 8192 + 24, 0);
 print $fh pack('V', 12345);
 close $fh;
@@ -170,13 +179,7 @@ $path = $node->data_dir . '/' .
 $node->stop;
 open($fh, '+<', $path) or die "open $path: $!";
 binmode $fh;
-($block, $page) = (0, '');
-while (read($fh, $page, 8192) == 8192)
-{
-	my ($magic, $kind) = unpack('V v', substr($page, 8192 - 8, 6));
-	last if $magic == 0x47415445 && $kind == 3;
-	$block++;
-}
+($block, $page) = first_node_page($fh);
 seek($fh, $block * 8192 + 24 + 8, 0);
 print $fh pack('v v v', 0xD0E9, 0x1234, 1);
 close $fh;
@@ -218,13 +221,7 @@ $path = $cnode->data_dir . '/' .
   $cnode->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
 open($fh, '+<', $path) or die "open $path: $!";
 binmode $fh;
-($block, $page) = (0, '');
-while (read($fh, $page, 8192) == 8192)
-{
-	my ($magic, $kind) = unpack('V v', substr($page, 8192 - 8, 6));
-	last if $magic == 0x47415445 && $kind == 3;
-	$block++;
-}
+($block, $page) = first_node_page($fh);
 # node 0's record: node id, version, heap TID (block in two halves, offset),
 # then from byte 20 its vector
 my ($hi, $lo, $off) = unpack('v v v', substr($page, 24 + 8, 6));
