@@ -190,17 +190,19 @@ test_version() {
   # They drive a server only through its programs (initdb, pg_ctl, psql, pg_basebackup), and
   # a newer server's programs take the options they pass, so the tests run on PG18 with them.
   local -a tap_mk=()
-  local tap_modules
-  tap_modules=$(dirname "$("$PG15_CONFIG" --pgxs 2>/dev/null || echo /nonexistent/x)")/../../src/test/perl
+  local tap_modules tap_ready=yes
   if [ "$(query enable_tap_tests)" != yes ] || [ -z "$(query PROVE)" ]; then
+    tap_ready=no
+    tap_modules=$(dirname "$("$PG15_CONFIG" --pgxs 2>/dev/null || echo /nonexistent/x)")/../../src/test/perl
     if [ -f "$tap_modules/PostgreSQL/Test/Cluster.pm" ] && command -v prove >/dev/null 2>&1; then
       tap_mk=(enable_tap_tests=yes PROVE=prove "PG_PROVE_FLAGS=-I $tap_modules -I ./")
+      tap_ready=yes
       log "[PG$v] TAP: this server ships no test modules; using PG15's ($tap_modules)"
     fi
   fi
   if [ -z "$(query PROVE_TESTS)" ]; then
     record "$v" tap SKIP "no tests in test/t/"
-  elif [ ${#tap_mk[@]} -eq 0 ] && { [ "$(query enable_tap_tests)" != yes ] || [ -z "$(query PROVE)" ]; }; then
+  elif [ "$tap_ready" != yes ]; then
     record "$v" tap SKIP "this server ships no TAP test modules, and PG15's are not installed"
   elif ! suite "$v" tap as_test_user make -C "$tree" check-tap "${mk[@]}" "${tap_mk[@]}"; then
     local f
