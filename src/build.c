@@ -604,14 +604,16 @@ probe_build_recall(Relation index, const GateannGraph *graph, GateannMetaPageDat
 		hint = psprintf("Rebuild the index WITH (max_neighbors = %d): vectors of high intrinsic dimension need more neighbors per node.",
 						wider);
 	if (tried > 1)
-		detail = psprintf("The build searched for 200 of the indexed vectors: a list of %d found %.2f of their 10 nearest rows, a list of %d %.2f.",
-						  lists[0], recall[0], lists[tried - 1], recall[tried - 1]);
+		detail = psprintf("The build searched for %d of the indexed vectors: a list of %d found %.2f of their %d nearest rows, a list of %d %.2f.",
+						  GATEANN_GRAPH_PROBE_QUERIES, lists[0], recall[0], GATEANN_GRAPH_PROBE_K,
+						  lists[tried - 1], recall[tried - 1]);
 	else
-		detail = psprintf("The build searched for 200 of the indexed vectors: a list of %d found %.2f of their 10 nearest rows.",
-						  lists[0], recall[0]);
+		detail = psprintf("The build searched for %d of the indexed vectors: a list of %d found %.2f of their %d nearest rows.",
+						  GATEANN_GRAPH_PROBE_QUERIES, lists[0], recall[0], GATEANN_GRAPH_PROBE_K);
 	ereport(NOTICE,
-			(errmsg("gateann index \"%s\" finds under %d%% of a query's 10 nearest rows at gateann.search_list_size = %d",
-					RelationGetRelationName(index), (int) (BUILD_RECALL_TARGET * 100), lists[0]),
+			(errmsg("gateann index \"%s\" finds under %d%% of a query's %d nearest rows at gateann.search_list_size = %d",
+					RelationGetRelationName(index), (int) (BUILD_RECALL_TARGET * 100),
+					GATEANN_GRAPH_PROBE_K, lists[0]),
 			 errdetail_internal("%s", detail),
 			 errhint("%s", hint)));
 }

@@ -917,11 +917,11 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
  * The lists must be ordered and connected for r_max.
  */
 #define PROBE_MIN_NODES		2000
-#define PROBE_QUERIES		200
+#define PROBE_QUERIES		GATEANN_GRAPH_PROBE_QUERIES
 #define PROBE_MATCH_EVERY	10
 /* the list a walk keeps: L = 100 at a 10 % filter */
 #define PROBE_LIST			1000
-#define PROBE_K				10
+#define PROBE_K				GATEANN_GRAPH_PROBE_K
 #define PROBE_MAX_LOSS		0.005
 
 typedef struct ProbeWalk

@@ -95,12 +95,17 @@ extern void gateann_graph_build(GateannGraph *graph, const uint32 *entries, int 
 								int L, float alpha, int r_max, bool choose_r_max,
 								void (*progress) (int pass, uint32 done, uint32 total));
 
+/* How many of its own nodes a build probe searches for, and for how many
+ * nearest neighbors of each (recall@GATEANN_GRAPH_PROBE_K) */
+#define GATEANN_GRAPH_PROBE_QUERIES	200
+#define GATEANN_GRAPH_PROBE_K		10
+
 /*
- * How well the finished graph answers unfiltered searches: 200 of its own
- * nodes are searched for with exact distances (each walked through but not
- * counted: see probe_hits), a list of lists[0], then lists[1], ... until one
- * finds `enough` of their 10 nearest neighbors (recall@10, against the
- * exact answer).  recall[i] is what lists[i] found; returns how many lists
+ * How well the finished graph answers unfiltered searches:
+ * GATEANN_GRAPH_PROBE_QUERIES of its own nodes are searched for with exact
+ * distances (each walked through but not counted: see probe_hits), a list
+ * of lists[0], then lists[1], ... until one finds `enough` of their
+ * GATEANN_GRAPH_PROBE_K nearest neighbors (against the exact answer).  recall[i] is what lists[i] found; returns how many lists
  * were tried (0 when the graph has too few nodes to tell).  A scan, with PQ
  * distances and its strict_order rounds, finds about as much at that list
  * size, a little more.
