@@ -66,7 +66,7 @@ _PG_init(void)
 					  AccessExclusiveLock);
 	add_int_reloption(gateann_relopt_kind, "build_search_list_size",
 					  "Search list size L used while building the graph",
-					  GATEANN_DEFAULT_BUILD_LIST_SIZE, 4, 10000,
+					  GATEANN_DEFAULT_BUILD_LIST_SIZE, 4, GATEANN_MAX_BUILD_LIST_SIZE,
 					  AccessExclusiveLock);
 	add_real_reloption(gateann_relopt_kind, "alpha",
 					   "Robust-prune distance factor of the second build pass",
