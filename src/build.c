@@ -603,7 +603,7 @@ probe_build_recall(Relation index, const GateannGraph *graph, int build_list,
 	 * and the same list, each node's prune chooses from a pool barely longer
 	 * than the list it must fill (measured on isotropic 384-dimensional rows:
 	 * max_neighbors = 128 found 0.957 of the nearest rows at a list of 100
-	 * with a build list of 128, 0.967 with 256).  So the advice keeps the
+	 * with a build list of 128, 0.966 with 256).  So the advice keeps the
 	 * defaults' ratio, a build list of twice max_neighbors, when the index
 	 * was built with less.
 	 */
