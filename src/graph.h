@@ -105,10 +105,11 @@ extern void gateann_graph_build(GateannGraph *graph, const uint32 *entries, int 
  * GATEANN_GRAPH_PROBE_QUERIES of its own nodes are searched for with exact
  * distances (each walked through but not counted: see probe_hits), a list
  * of lists[0], then lists[1], ... until one finds `enough` of their
- * GATEANN_GRAPH_PROBE_K nearest neighbors (against the exact answer).  recall[i] is what lists[i] found; returns how many lists
- * were tried (0 when the graph has too few nodes to tell).  A scan, with PQ
- * distances and its strict_order rounds, finds about as much at that list
- * size, a little more.
+ * GATEANN_GRAPH_PROBE_K nearest neighbors (against the exact answer).
+ * recall[i] is what lists[i] found; returns how many lists were tried (0
+ * when the graph has too few nodes to tell).  A scan, with PQ distances and
+ * its strict_order rounds, finds about as much at that list size, a little
+ * more.
  */
 extern int	gateann_graph_probe_recall(const GateannGraph *graph, const int *lists,
 									   int nlists, double enough, double *recall);
