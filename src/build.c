@@ -284,6 +284,7 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
 		   gateann_pq_code_bytes(meta->pq_subspaces));
 	gateann_filter_write_record(meta, &bs->arena, bs->arena_id ? bs->arena_id[id] : id,
 								GateannRecordFilter(meta, rec));
+	gateann_record_seal(meta, rec);
 }
 
 /* Append one page to the fork; block numbers must follow in order. */

@@ -39,7 +39,8 @@
 #include "compat.h"
 
 #define GATEANN_MAGIC			0x47415445	/* "GATE" */
-#define GATEANN_FORMAT_VERSION	2
+/* 3: a record's header carries the check of its contents (page.h) */
+#define GATEANN_FORMAT_VERSION	3
 
 #define GATEANN_METAPAGE_BLKNO	0
 
@@ -115,6 +116,7 @@ typedef struct GateannNodeHeader
 	ItemPointerData heap_tid;
 	uint16		flags;			/* GATEANN_NODE_* */
 	uint16		nneighbors;
+	uint32		check;			/* gateann_record_check() of the rest (page.h) */
 } GateannNodeHeader;
 
 #define GATEANN_NODE_DELETED	0x0001	/* heap tuple is dead: never a result */

@@ -423,6 +423,7 @@ allocate_and_write(InsertState *is)
 	loc = gateann_record_location(meta, id);
 	GateannRecordHeader(is->record)->node_id = id;
 	GateannRecordHeader(is->record)->version = old_version + 1;
+	gateann_record_seal(meta, is->record);
 
 	for (k = head; k < npages; k += 3)
 		write_record_pages(is, loc, bufs, is_new, k, Min(npages - k, 3),

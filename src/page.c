@@ -6,6 +6,7 @@
 #include "filter.h"
 #include "page.h"
 #include "pq.h"
+#include "port/pg_crc32c.h"
 
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
@@ -88,6 +89,39 @@ gateann_record_check_node(Relation index, const GateannNodeHeader *hdr, uint32 n
 				 errhint("REINDEX the index.")));
 }
 
+/* The check's coverage is fixed by the header's layout */
+StaticAssertDecl(offsetof(GateannNodeHeader, flags) ==
+				 offsetof(GateannNodeHeader, heap_tid) + sizeof(ItemPointerData),
+				 "the check covers node_id, version and heap_tid, which precede flags");
+StaticAssertDecl(MAXALIGN(sizeof(GateannNodeHeader)) == 24,
+				 "the record header keeps its on-disk size");
+
+uint32
+gateann_record_check(const GateannMetaPageData *meta, const char *rec)
+{
+	pg_crc32c	crc;
+
+	INIT_CRC32C(crc);
+	COMP_CRC32C(crc, rec, offsetof(GateannNodeHeader, flags));
+	COMP_CRC32C(crc, rec + meta->vector_offset, sizeof(float) * meta->dims);
+	if (meta->filter_size > 0)
+		COMP_CRC32C(crc, rec + meta->filter_offset, meta->filter_size);
+	FIN_CRC32C(crc);
+	return crc;
+}
+
+void
+gateann_record_seal(const GateannMetaPageData *meta, char *rec)
+{
+	GateannRecordHeader(rec)->check = gateann_record_check(meta, rec);
+}
+
+bool
+gateann_record_intact(const GateannMetaPageData *meta, const char *rec)
+{
+	return GateannRecordHeader(rec)->check == gateann_record_check(meta, rec);
+}
+
 int
 gateann_read_record(Relation index, const GateannMetaPageData *meta,
 					uint32 node_id, char *dst, BufferAccessStrategy strategy)
@@ -123,6 +157,34 @@ gateann_read_record(Relation index, const GateannMetaPageData *meta,
 		pages++;
 	}
 	return pages;
+}
+
+void
+gateann_read_intact_record(Relation index, const GateannMetaPageData *meta,
+						   uint32 node_id, char *dst)
+{
+	int			attempt;
+
+	/*
+	 * Pages of a record that spans several are copied one lock at a time, so
+	 * a slot freed and reused between two of them gives a mix: read again
+	 * before calling it corrupted.  A record on one page is copied whole.
+	 */
+	for (attempt = 1;; attempt++)
+	{
+		gateann_read_record(index, meta, node_id, dst, NULL);
+		if ((GateannRecordHeader(dst)->flags & GATEANN_NODE_DELETED) ||
+			gateann_record_intact(meta, dst))
+			return;
+		if (meta->pages_per_record == 1 || attempt == 3)
+			break;
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_INDEX_CORRUPTED),
+			 errmsg("gateann index \"%s\" is damaged: the record of node %u does not match its check",
+					RelationGetRelationName(index), node_id),
+			 errdetail("Its vector, heap TID or filter copies are not what was written."),
+			 errhint("REINDEX the index.")));
 }
 
 void

@@ -45,6 +45,31 @@ extern int	gateann_read_record(Relation index, const GateannMetaPageData *meta,
 extern void gateann_record_check_node(Relation index, const GateannNodeHeader *hdr,
 									  uint32 node_id);
 
+/*
+ * The record check: a CRC-32C of what is written once per slot incarnation
+ * (the header up to its flags: node id, version and heap TID; the vector;
+ * the filter copies), kept in the header.  What changes in place (flags,
+ * neighbor count and list, PQ code) is left out, so editing a record never
+ * touches it.  A scan that reads a record straight from the file and finds
+ * the check wrong has a torn or corrupted copy (src/README, "Reading
+ * records behind the buffer manager").
+ */
+extern uint32 gateann_record_check(const GateannMetaPageData *meta, const char *rec);
+
+/* Set the check of a record assembled in memory, before it is written. */
+extern void gateann_record_seal(const GateannMetaPageData *meta, char *rec);
+
+/* Does the record's check match its contents? */
+extern bool gateann_record_intact(const GateannMetaPageData *meta, const char *rec);
+
+/*
+ * gateann_read_record for a scan: ERROR (index corrupted) when a live record's
+ * check is wrong in the copy the buffer manager holds.  (A deleted record is
+ * never used, and its slot may be in the middle of being reused.)
+ */
+extern void gateann_read_intact_record(Relation index, const GateannMetaPageData *meta,
+									   uint32 node_id, char *dst);
+
 /* Copy node_id's record header (share-locking its first page meanwhile). */
 extern void gateann_read_header(Relation index, const GateannMetaPageData *meta,
 								uint32 node_id, GateannNodeHeader *hdr);

@@ -414,7 +414,9 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 
 /*
  * Copy node id's record out of pages read from the file, checking that they
- * are valid node pages holding that node; false means "re-read it".
+ * are valid node pages holding that node and, unless it is deleted, that the
+ * record matches its check (the file page may have been read while it was
+ * being written out); false means "re-read it".
  */
 static bool
 record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data,
@@ -449,7 +451,10 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 		remaining -= chunk;
 		offset = 0;
 	}
-	return GateannRecordHeader(dst - meta->record_size)->node_id == id;
+	dst -= meta->record_size;
+	return GateannRecordHeader(dst)->node_id == id &&
+		((GateannRecordHeader(dst)->flags & GATEANN_NODE_DELETED) ||
+		 gateann_record_intact(meta, dst));
 }
 
 /* Apply a landed record: result set, then its neighbors into the frontier. */
@@ -465,7 +470,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 	if (!p->valid)
 	{
 		/* not (validly) on disk: the buffer manager has the truth */
-		gateann_read_record(scan->indexRelation, &so->meta, id, p->record, NULL);
+		gateann_read_intact_record(scan->indexRelation, &so->meta, id, p->record);
 		so->rereads++;
 	}
 	/* compute_us: distances, verification, frontier work on landed records */

@@ -8,15 +8,15 @@
  * every codebook, dictionary and node page; the codebook's values are
  * finite; each filter column's dictionary is well formed (entry lengths,
  * count, ascending order: gateann_filter_dictionary_problem); every record
- * (its node id, neighbor count, neighbor ids in range, not itself and not a
- * freed slot; its heap TID within the table; its vector indexable; its
- * copies of the filter columns well formed); freed slots (no neighbors, at
- * or past the free cursor, not the entry point); the deleted
- * and free counts; when this backend can see the index's in-memory stores
- * (shared, or its own private copy), that they agree with the records (PQ
- * code, neighbor store row, deleted bit); and that every live node is
- * reachable from the entry points over the first R_max neighbors of each
- * list, what a search that tunnels follows.
+ * (its node id; its check; neighbor count, neighbor ids in range, not
+ * itself and not a freed slot; its heap TID within the table; its vector
+ * indexable; its copies of the filter columns well formed); freed slots
+ * (no neighbors, at or past the free cursor, not the entry point); the
+ * deleted and free counts; when this backend can see the index's in-memory
+ * stores (shared, or its own private copy), that they agree with the
+ * records (PQ code, neighbor store row, deleted bit); and that every live
+ * node is reachable from the entry points over the first R_max neighbors of
+ * each list, what a search that tunnels follows.
  *
  * Pages are read through the buffer manager with share locks, one at a
  * time; the check holds ShareLock on the index (AccessShareLock on a hot
@@ -220,6 +220,10 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		problem(vs, "node %u: record holds node id %u", id, hdr->node_id);
 		return;
 	}
+	/* flags and lists change in place; what the check covers never does */
+	if (!gateann_record_intact(meta, rec))
+		problem(vs, "node %u: record does not match its check (its vector, heap TID or filter copies are not what was written)",
+				id);
 	if (hdr->flags & GATEANN_NODE_FREE)
 	{
 		if (!(hdr->flags & GATEANN_NODE_DELETED))

@@ -12,7 +12,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql);
+our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql crc32c);
 
 # A started node where CREATE EXTENSION gateann is done (database postgres).
 #   preload => 1     shared_preload_libraries = 'gateann' (shared stores)
@@ -72,6 +72,21 @@ sub random_vectors_sql
 	return "INSERT INTO $table SELECT i, "
 	  . "(SELECT array_agg(random()::real) FROM generate_series(1, $dims) WHERE i > 0) "
 	  . "FROM generate_series(1, $n) i;";
+}
+
+# CRC-32C of a byte string, as PostgreSQL's INIT/COMP/FIN_CRC32C compute it
+# (a record's check: src/page.h), bit by bit: tests check a few records.
+sub crc32c
+{
+	my ($bytes) = @_;
+	my $crc = 0xFFFFFFFF;
+
+	for my $byte (unpack('C*', $bytes))
+	{
+		$crc ^= $byte;
+		$crc = ($crc & 1) ? (($crc >> 1) ^ 0x82F63B78) : ($crc >> 1) for 1 .. 8;
+	}
+	return $crc ^ 0xFFFFFFFF;
 }
 
 1;

@@ -173,38 +173,61 @@ is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('tf_idx')}
 # index, not with the storage layer's "could not open file ... previous
 # segment is only N blocks" (XX000).  The TID follows the node id and the
 # version in the record header: block number (two 16-bit halves), offset.
+# The record's check (bytes 20-23, a CRC-32C of the header's first 14 bytes
+# and the vector from byte 24) catches the damage first; with the check
+# made to match, the TID itself is what the scan refuses.
 $node->safe_psql('postgres', q{REINDEX INDEX t_idx});
 $path = $node->data_dir . '/' .
   $node->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
-$node->stop;
-open($fh, '+<', $path) or die "open $path: $!";
-binmode $fh;
-($block, $page) = first_node_page($fh);
-seek($fh, $block * 8192 + 24 + 8, 0);
-print $fh pack('v v v', 0xD0E9, 0x1234, 1);
-close $fh;
-$node->start;
-($ret, $out, $err) = $node->psql('postgres',
-	q{SET enable_seqscan = off; SET gateann.search_list_size = 600;
+
+# Damage node 0's heap TID with the server down; with $seal, set its check
+# to match.
+sub damage_tid
+{
+	my ($seal) = @_;
+	$node->stop;
+	open(my $f, '+<', $path) or die "open $path: $!";
+	binmode $f;
+	my ($b, $p) = first_node_page($f);
+	my $rec = substr($p, 24, 24 + 16 * 4);
+	substr($rec, 8, 6) = pack('v v v', 0xD0E9, 0x1234, 1);
+	substr($rec, 20, 4) = pack('V', crc32c(substr($rec, 0, 14) . substr($rec, 24)))
+	  if $seal;
+	seek($f, $b * 8192 + 24, 0);
+	print $f $rec;
+	close $f;
+	$node->start;
+}
+
+sub far_scan_error
+{
+	my ($r, $o, $e) = $node->psql('postgres',
+		q{SET enable_seqscan = off; SET gateann.search_list_size = 600;
 SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 500) s},
-	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-like($err, qr/XX002: gateann index "t_idx" is damaged: node 0 points to heap TID \(3504935476,1\), outside its table/,
-	'a heap TID past the table is damage, named as such');
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	return $e;
+}
+
+damage_tid(0);
+like(far_scan_error(), qr/XX002: gateann index "t_idx" is damaged: the record of node 0 does not match its check/,
+	'a damaged heap TID fails the record\'s check');
+damage_tid(1);
+like(far_scan_error(), qr/XX002: gateann index "t_idx" is damaged: node 0 points to heap TID \(3504935476,1\), outside its table/,
+	'a heap TID past the table is damage, named as such, check or not');
 like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
 	qr/node 0: heap TID \(3504935476,1\) beyond the table/, 'gateann_verify reports it');
 
 $node->stop;
 
-# With data checksums, damage the record checks cannot see (a vector
-# component) fails the page's checksum, and every reader must refuse the
-# page with PostgreSQL's own error (XX001) rather than rank rows by it.
-# The loader reads node pages through a bulk-read ring (an eighth of
-# shared buffers at most: 8 buffers here), so once the stores are loaded
-# after a restart, the early node pages are out of shared buffers: a scan
-# then reads them from the file and has to check the checksum itself
-# (handing a page that fails to the buffer manager, which refuses it).
-# Without that check the first query below returns rows.  (No autovacuum:
-# a VACUUM could rewrite the damaged page from its buffer.)
+# With data checksums, a damaged vector component fails the page's
+# checksum, and every reader must refuse the page with PostgreSQL's own
+# error (XX001) rather than rank rows by it.  The loader reads node pages
+# through a bulk-read ring (an eighth of shared buffers at most: 8 buffers
+# here), so once the stores are loaded after a restart, the early node
+# pages are out of shared buffers: a scan then reads them from the file and
+# checks the checksum itself (handing a page that fails to the buffer
+# manager, which refuses it) before the record's check.  (No autovacuum: a
+# VACUUM could rewrite the damaged page from its buffer.)
 my $cnode = gateann_node('verify_checksums', checksums => 1, preload => 1,
 	conf => "shared_buffers = '512kB'");
 is($cnode->safe_psql('postgres', 'SHOW data_checksums'), 'on', 'data checksums are on');
@@ -223,10 +246,10 @@ open($fh, '+<', $path) or die "open $path: $!";
 binmode $fh;
 ($block, $page) = first_node_page($fh);
 # node 0's record: node id, version, heap TID (block in two halves, offset),
-# then from byte 20 its vector
+# flags, neighbor count, check, then from byte 24 its vector
 my ($hi, $lo, $off) = unpack('v v v', substr($page, 24 + 8, 6));
 my $tid = '(' . ($hi * 65536 + $lo) . ",$off)";
-seek($fh, $block * 8192 + 24 + 20, 0);
+seek($fh, $block * 8192 + 24 + 24, 0);
 print $fh pack('f', 1.0e30);
 close $fh;
 my $query = qq{SET enable_seqscan = off;
