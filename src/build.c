@@ -608,12 +608,14 @@ probe_build_recall(Relation index, const GateannGraph *graph, int build_list,
 	 * defaults' ratio, a build list of twice max_neighbors, when the index
 	 * was built with less.
 	 */
-	if (build_list < 2 * wider)
+	if (wider <= graph->R)
+		rebuild = NULL;			/* R is at its limit: no wider graph to name */
+	else if (build_list < 2 * wider)
 		rebuild = psprintf("max_neighbors = %d, build_search_list_size = %d",
 						   wider, Min(2 * wider, GATEANN_MAX_BUILD_LIST_SIZE));
 	else
 		rebuild = psprintf("max_neighbors = %d", wider);
-	if (wider <= graph->R)
+	if (rebuild == NULL)
 		hint = psprintf("Raise gateann.search_list_size for such queries.");
 	else if (recall[tried - 1] >= BUILD_RECALL_TARGET)
 		hint = psprintf("SET gateann.search_list_size = %d for such queries, or rebuild the index WITH (%s): vectors of high intrinsic dimension need more neighbors per node.",
