@@ -188,12 +188,12 @@ sub damage_tid
 	$node->stop;
 	open(my $f, '+<', $path) or die "open $path: $!";
 	binmode $f;
-	my ($b, $p) = first_node_page($f);
-	my $rec = substr($p, 24, 24 + 16 * 4);
+	my ($blk, $pg) = first_node_page($f);
+	my $rec = substr($pg, 24, 24 + 16 * 4);
 	substr($rec, 8, 6) = pack('v v v', 0xD0E9, 0x1234, 1);
 	substr($rec, 20, 4) = pack('V', crc32c(substr($rec, 0, 14) . substr($rec, 24)))
 	  if $seal;
-	seek($f, $b * 8192 + 24, 0);
+	seek($f, $blk * 8192 + 24, 0);
 	print $f $rec;
 	close $f;
 	$node->start;
