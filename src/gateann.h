@@ -116,7 +116,8 @@ typedef struct GateannNodeHeader
 	ItemPointerData heap_tid;
 	uint16		flags;			/* GATEANN_NODE_* */
 	uint16		nneighbors;
-	uint32		check;			/* gateann_record_check() of the rest (page.h) */
+	uint32		check;			/* CRC-32C of node_id, version, heap_tid, the
+								 * vector and the filter copies (page.h) */
 } GateannNodeHeader;
 
 #define GATEANN_NODE_DELETED	0x0001	/* heap tuple is dead: never a result */
