@@ -96,8 +96,8 @@ StaticAssertDecl(offsetof(GateannNodeHeader, flags) ==
 StaticAssertDecl(MAXALIGN(sizeof(GateannNodeHeader)) == 24,
 				 "the record header keeps its on-disk size");
 
-uint32
-gateann_record_check(const GateannMetaPageData *meta, const char *rec)
+static uint32
+record_check(const GateannMetaPageData *meta, const char *rec)
 {
 	pg_crc32c	crc;
 
@@ -113,13 +113,13 @@ gateann_record_check(const GateannMetaPageData *meta, const char *rec)
 void
 gateann_record_seal(const GateannMetaPageData *meta, char *rec)
 {
-	GateannRecordHeader(rec)->check = gateann_record_check(meta, rec);
+	GateannRecordHeader(rec)->check = record_check(meta, rec);
 }
 
 bool
 gateann_record_intact(const GateannMetaPageData *meta, const char *rec)
 {
-	return GateannRecordHeader(rec)->check == gateann_record_check(meta, rec);
+	return GateannRecordHeader(rec)->check == record_check(meta, rec);
 }
 
 int
@@ -173,8 +173,7 @@ gateann_read_intact_record(Relation index, const GateannMetaPageData *meta,
 	for (attempt = 1;; attempt++)
 	{
 		gateann_read_record(index, meta, node_id, dst, NULL);
-		if ((GateannRecordHeader(dst)->flags & GATEANN_NODE_DELETED) ||
-			gateann_record_intact(meta, dst))
+		if (gateann_record_usable(meta, dst))
 			return;
 		if (meta->pages_per_record == 1 || attempt == 3)
 			break;

@@ -53,13 +53,11 @@ extern void gateann_record_check_node(Relation index, const GateannNodeHeader *h
  * touches it.  A scan that reads a record straight from the file and finds
  * the check wrong has a torn or corrupted copy (src/README, "Reading
  * records behind the buffer manager").
+ *
+ * gateann_record_seal sets it in a record assembled in memory, before the
+ * record is written; gateann_record_intact says whether it matches.
  */
-extern uint32 gateann_record_check(const GateannMetaPageData *meta, const char *rec);
-
-/* Set the check of a record assembled in memory, before it is written. */
 extern void gateann_record_seal(const GateannMetaPageData *meta, char *rec);
-
-/* Does the record's check match its contents? */
 extern bool gateann_record_intact(const GateannMetaPageData *meta, const char *rec);
 
 /*
@@ -126,5 +124,16 @@ extern void gateann_record_unlock(GateannRecordEdit *ed);
 #define GateannRecordNeighbors(meta, rec)	((uint32 *) ((char *) (rec) + (meta)->neighbors_offset))
 #define GateannRecordPQCode(meta, rec)	((uint8 *) ((char *) (rec) + (meta)->pqcode_offset))
 #define GateannRecordFilter(meta, rec)	((uint8 *) ((char *) (rec) + (meta)->filter_offset))
+
+/*
+ * May a scan use this copy of a record: deleted (never used, and its slot
+ * may be mid-reuse, so not checked), or intact?
+ */
+static inline bool
+gateann_record_usable(const GateannMetaPageData *meta, const char *rec)
+{
+	return (GateannRecordHeader(rec)->flags & GATEANN_NODE_DELETED) ||
+		gateann_record_intact(meta, rec);
+}
 
 #endif							/* GATEANN_PAGE_H */

@@ -452,9 +452,7 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 		offset = 0;
 	}
 	dst -= meta->record_size;
-	return GateannRecordHeader(dst)->node_id == id &&
-		((GateannRecordHeader(dst)->flags & GATEANN_NODE_DELETED) ||
-		 gateann_record_intact(meta, dst));
+	return GateannRecordHeader(dst)->node_id == id && gateann_record_usable(meta, dst);
 }
 
 /* Apply a landed record: result set, then its neighbors into the frontier. */
