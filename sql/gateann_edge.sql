@@ -11,7 +11,7 @@ SELECT id FROM e ORDER BY v <-> '{1,2}' LIMIT 5;
 INSERT INTO e VALUES (1, '{1,2}');
 SELECT nodes, dims FROM gateann_index_info('e_idx');
 SELECT id FROM e ORDER BY v <-> '{1,2}' LIMIT 5;
--- a NULL vector needs no index entry, so it can be inserted
+-- a NULL vector is kept as a tail record (see gateann_nulls)
 INSERT INTO e VALUES (2, NULL);
 SELECT count(*) FROM e;
 DROP TABLE e;
@@ -23,16 +23,16 @@ CREATE INDEX ON one USING gateann (v);
 SELECT id, v <-> '{0,0,0}' AS d FROM one ORDER BY v <-> '{0,0,0}' LIMIT 5;
 DROP TABLE one;
 
--- k larger than the table; NULL vectors are not indexed and not returned
+-- k larger than the table; rows with NULL vectors come last (see gateann_nulls)
 CREATE TABLE small (id int, v real[]);
 INSERT INTO small SELECT i, ARRAY[i, i * 2]::real[] FROM generate_series(1, 7) i;
 INSERT INTO small VALUES (8, NULL), (9, NULL);
 CREATE INDEX small_idx ON small USING gateann (v);
 SELECT nodes FROM gateann_index_info('small_idx');
 SELECT id, round((v <-> '{3.1,6.1}')::numeric, 4) AS d FROM small ORDER BY v <-> '{3.1,6.1}' LIMIT 100;
--- a NULL query vector has no distance order: the index returns no rows
+-- a NULL query vector: every distance is NULL, rows come in id order
 SELECT id FROM small ORDER BY v <-> (SELECT NULL::real[]) LIMIT 3;
--- IS NULL on the vector column cannot be answered from the index
+-- IS NULL on the vector column: the rows with NULL vectors
 SELECT id FROM small WHERE v IS NULL ORDER BY v <-> '{1,1}' LIMIT 3;
 DROP TABLE small;
 

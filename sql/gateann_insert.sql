@@ -88,10 +88,10 @@ SELECT count(*) FILTER (WHERE (SELECT o.id FROM ins o ORDER BY o.v <-> i.v LIMIT
 -- 6. bad rows: clear errors, nothing half-written
 INSERT INTO ins VALUES (9001, '{1,2,3}', 1, 'x');
 INSERT INTO ins VALUES (9002, array_fill('NaN'::real, ARRAY[16]), 1, 'x');
-INSERT INTO ins VALUES (9003, NULL, 1, 'x');	-- a NULL vector is not indexed
+INSERT INTO ins VALUES (9003, NULL, 1, 'x');	-- a NULL vector: a tail record
 SELECT * FROM gateann_verify('ins_idx');
 
--- 7. cosine: a zero vector has no direction and is not indexed
+-- 7. cosine: a zero vector has no direction: a tail record
 CREATE FUNCTION dvec(i int) RETURNS real[] LANGUAGE sql IMMUTABLE
   AS $$ SELECT ARRAY(SELECT rnd(i, j) - 0.5 + CASE WHEN j = i % 8 + 1 THEN 2 ELSE 0 END
                        FROM generate_series(1, 16) j) $$;
@@ -159,5 +159,28 @@ INSERT INTO strand SELECT i, strand_vec(i, 3), i % 5 FROM generate_series(6001, 
 SELECT unreachable_nodes FROM gateann_index_info('strand_idx');
 RESET max_parallel_maintenance_workers;
 
-DROP TABLE ins, cos, unl, tmp, wide, strand;
+-- 12. a row inserted far outside everything the codebook was trained on finds
+-- itself: its own vector's PQ distances must not all round to one value
+CREATE TABLE far (id int, v real[]);
+INSERT INTO far SELECT i, ARRAY(SELECT rnd(i, j) - 0.5 FROM generate_series(1, 16) j)
+  FROM generate_series(1, 3000) i;
+CREATE INDEX far_idx ON far USING gateann (v);
+SET enable_seqscan = off;
+INSERT INTO far VALUES (9001, array_fill(1e8::real, ARRAY[16])),
+                       (9002, array_fill(-1e7::real, ARRAY[16]));
+SELECT id FROM far ORDER BY v <-> array_fill(1e8::real, ARRAY[16]) LIMIT 1;
+SELECT id FROM far ORDER BY v <-> array_fill(-1e7::real, ARRAY[16]) LIMIT 1;
+SELECT count(*) FILTER (WHERE (SELECT o.id FROM far o ORDER BY o.v <-> f.v LIMIT 1) = f.id)
+  FROM far f WHERE f.id % 100 = 0;
+CREATE TABLE far3 (id int, v real[]);
+INSERT INTO far3 SELECT i, ARRAY(SELECT rnd(i, j) - 0.5 FROM generate_series(1, 3) j)
+  FROM generate_series(1, 2000) i;
+CREATE INDEX far3_idx ON far3 USING gateann (v);
+INSERT INTO far3 VALUES (9001, '{1e9,1e9,1e9}'), (9002, '{1e15,-1e15,1e15}');
+SELECT id FROM far3 ORDER BY v <-> '{1e9,1e9,1e9}' LIMIT 1;
+SELECT id FROM far3 ORDER BY v <-> '{1e15,-1e15,1e15}' LIMIT 1;
+SELECT * FROM gateann_verify('far3_idx');
+RESET enable_seqscan;
+
+DROP TABLE ins, cos, unl, tmp, wide, strand, far, far3;
 DROP FUNCTION strand_vec;

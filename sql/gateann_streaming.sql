@@ -35,6 +35,16 @@ SELECT count(*) FROM (SELECT id FROM s ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 500)
 SELECT visited, budget_exhausted FROM gateann_last_scan();
 SELECT count(*) FROM (SELECT id FROM s ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 20) r;
 SELECT budget_exhausted FROM gateann_last_scan();
+-- ... and when it was the index conditions that matched few of the nodes
+-- visited, the NOTICE says that instead
+CREATE TABLE s2 (id int, tag int, v real[]);
+INSERT INTO s2 SELECT id, CASE WHEN id % 100 = 0 THEN 1 ELSE 0 END, v FROM s;
+CREATE INDEX s2_idx ON s2 USING gateann (v, tag);
+SET gateann.filter_mode = post;
+SELECT count(*) FROM (SELECT id FROM s2 WHERE tag = 1 ORDER BY v <-> '{1,1,1,1,1,1}' LIMIT 20) r;
+SELECT budget_exhausted FROM gateann_last_scan();
+RESET gateann.filter_mode;
+DROP TABLE s2;
 RESET gateann.max_scan_tuples;
 
 -- rows in exact distance order across rounds.  tenant is not indexed: the

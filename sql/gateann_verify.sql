@@ -30,3 +30,16 @@ SELECT * FROM gateann_verify('vf_btree');
 SELECT * FROM gateann_verify('vf');
 SELECT count(*) FROM gateann_verify(NULL);
 DROP TABLE vf, vw;
+-- an index a failed CREATE INDEX CONCURRENTLY left invalid: every function
+-- says so, rather than reading pages that may not exist
+CREATE TABLE bad_dims (id int, v real[]);
+INSERT INTO bad_dims VALUES (1, '{1,2}'), (2, '{1,2,3}');
+CREATE INDEX CONCURRENTLY bad_dims_idx ON bad_dims USING gateann (v);
+SELECT indisvalid FROM pg_index WHERE indexrelid = 'bad_dims_idx'::regclass;
+SELECT * FROM gateann_verify('bad_dims_idx');
+SELECT nodes FROM gateann_index_info('bad_dims_idx');
+SELECT gateann_prewarm('bad_dims_idx');
+DELETE FROM bad_dims WHERE id = 2;
+REINDEX INDEX bad_dims_idx;
+SELECT count(*) FROM gateann_verify('bad_dims_idx');
+DROP TABLE bad_dims;

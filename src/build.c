@@ -3,7 +3,9 @@
  *
  * 1. Scan the heap, collecting every non-NULL vector (validated, normalised
  *    for cosine), its heap TID and a serialised copy of its filter columns,
- *    all accounted against maintenance_work_mem.
+ *    all accounted against maintenance_work_mem; rows whose vector has no
+ *    distance (NULL, or zero under cosine) are kept apart, with their heap
+ *    TID and filter columns: they become tail records (gateann.h).
  * 2. Train the PQ codebook on a deterministic sample; renumber the nodes
  *    cluster by cluster (order.c), so that a search finds what it touches
  *    in the in-memory stores close together; encode every vector.
@@ -62,6 +64,13 @@ typedef struct BuildState
 	int			pq_m;			/* subspaces, once dims is known */
 	bool		locality_order; /* renumber the nodes (order.c) */
 
+	/* tail rows: their heap TIDs, tail flags and filter values */
+	uint32		ntail;
+	uint32		tail_capacity;
+	ItemPointerData *tail_tids;
+	uint16	   *tail_flags;
+	GateannFilterArena tail_arena;
+
 	Size		per_node_graph_bytes;	/* estimate, for the memory check */
 	Size		memory_limit;
 	double		reltuples;		/* heap tuples seen, incl. not indexed */
@@ -76,6 +85,8 @@ check_memory(BuildState *bs, uint32 n_needed)
 	need = (Size) n_needed * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
 							  bs->per_node_graph_bytes);
 	need += gateann_filter_arena_bytes(&bs->arena);
+	need += (Size) bs->ntail * (sizeof(ItemPointerData) + sizeof(uint16)) +
+		gateann_filter_arena_bytes(&bs->tail_arena);
 	/* codebook, training sample and k-means scratch, PQ codes */
 	need += gateann_pq_codebook_bytes(bs->dims);
 	need += (Size) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE) * sizeof(float) * bs->dims;
@@ -89,7 +100,7 @@ check_memory(BuildState *bs, uint32 n_needed)
 	if (need > bs->memory_limit)
 	{
 		double		est_rows = Max(bs->index->rd_rel->reltuples, (double) n_needed);
-		Size		est = (Size) (need * (est_rows / n_needed) * 1.1);
+		Size		est = (Size) (need * (est_rows / Max(n_needed, 1)) * 1.1);
 
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -126,6 +137,31 @@ grow_arrays(BuildState *bs)
 	bs->capacity = newcap;
 }
 
+/* Keep a row whose vector has no distance, for a tail record (flags) */
+static void
+add_tail_row(BuildState *bs, ItemPointer tid, Datum *values, bool *isnull, uint16 flags)
+{
+	if (bs->n + bs->ntail >= GATEANN_MAX_NODES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("gateann indexes at most %u rows", GATEANN_MAX_NODES)));
+	if (bs->ntail == bs->tail_capacity)
+	{
+		bs->tail_capacity = Max(64, bs->tail_capacity * 2);
+		bs->tail_tids = bs->tail_tids == NULL ?
+			palloc_extended(sizeof(ItemPointerData) * (Size) bs->tail_capacity, MCXT_ALLOC_HUGE) :
+			repalloc_huge(bs->tail_tids, sizeof(ItemPointerData) * (Size) bs->tail_capacity);
+		bs->tail_flags = bs->tail_flags == NULL ?
+			palloc_extended(sizeof(uint16) * (Size) bs->tail_capacity, MCXT_ALLOC_HUGE) :
+			repalloc_huge(bs->tail_flags, sizeof(uint16) * (Size) bs->tail_capacity);
+	}
+	bs->tail_tids[bs->ntail] = *tid;
+	bs->tail_flags[bs->ntail] = flags;
+	gateann_filter_arena_add(&bs->tail_arena, bs->filters, values + 1, isnull + 1);
+	bs->ntail++;
+	check_memory(bs, bs->n);
+}
+
 static void
 build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
@@ -138,7 +174,10 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 
 	bs->reltuples += 1;
 	if (isnull[0])
-		return;					/* NULL vectors are not indexed */
+	{
+		add_tail_row(bs, tid, values, isnull, GATEANN_NODE_NULL_VECTOR);
+		return;
+	}
 
 	oldcxt = MemoryContextSwitchTo(bs->tmpcxt);
 	v = gateann_vector_from_datum(&bs->reader, values[0], &dims);
@@ -179,20 +218,21 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 											gateann_tid_string(tid), bs->heapname),
 								   v, bad);
 
-	/* Cosine: unit vectors; a zero vector has no direction and is skipped. */
+	/* Cosine: unit vectors; a zero vector has no direction: a tail record */
 	if (bs->metric == GATEANN_METRIC_COSINE && !gateann_normalize(v, dims))
 	{
 		MemoryContextSwitchTo(oldcxt);
 		MemoryContextReset(bs->tmpcxt);
+		add_tail_row(bs, tid, values, isnull, GATEANN_NODE_NO_DIRECTION);
 		return;
 	}
 
 	MemoryContextSwitchTo(oldcxt);
 
-	if (bs->n >= GATEANN_MAX_NODES)
+	if (bs->n + bs->ntail >= GATEANN_MAX_NODES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("gateann indexes at most %u vectors", GATEANN_MAX_NODES)));
+				 errmsg("gateann indexes at most %u rows", GATEANN_MAX_NODES)));
 	check_memory(bs, bs->n + 1);
 	if (bs->n == bs->capacity)
 		grow_arrays(bs);
@@ -287,46 +327,31 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
 	gateann_record_seal(meta, rec);
 }
 
-/* Append one page to the fork; block numbers must follow in order. */
+/* Serialise tail row j (node id bs->n + j) into rec. */
 static void
-write_new_page(Relation index, ForkNumber fork, Page page, BlockNumber expect)
+fill_tail_record(const GateannMetaPageData *meta, char *rec, uint32 j, const BuildState *bs)
 {
-	Buffer		buf = gateann_new_buffer(index, fork);
+	GateannNodeHeader *hdr = GateannRecordHeader(rec);
+	uint32	   *nbrs = GateannRecordNeighbors(meta, rec);
+	int			i;
 
-	if (BufferGetBlockNumber(buf) != expect)
-		elog(ERROR, "gateann: unexpected block %u while building, expected %u",
-			 BufferGetBlockNumber(buf), expect);
-	memcpy(BufferGetPage(buf), page, BLCKSZ);
-	MarkBufferDirty(buf);
-	UnlockReleaseBuffer(buf);
+	/* (a zero vector is all zeros, as a NULL one's area is) */
+	memset(rec, 0, meta->record_size);
+	hdr->node_id = bs->n + j;
+	hdr->version = 1;
+	hdr->heap_tid = bs->tail_tids[j];
+	hdr->flags = bs->tail_flags[j];
+	hdr->nneighbors = 0;
+	for (i = 0; i < meta->max_neighbors; i++)
+		nbrs[i] = InvalidNodeId;
+	gateann_filter_write_record(meta, &bs->tail_arena, j, GateannRecordFilter(meta, rec));
+	gateann_record_seal(meta, rec);
 }
 
 /*
- * Write `total` bytes of data as pages of `kind` from block blkno on;
- * returns the next block number.
- */
-static BlockNumber
-write_chunked(Relation index, ForkNumber fork, uint16 kind, const char *data,
-			  Size total, BlockNumber blkno)
-{
-	PGAlignedBlock pagebuf;
-	Size		done = 0;
-
-	while (done < total)
-	{
-		Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
-
-		gateann_init_page(pagebuf.data, kind);
-		memcpy(PageGetContents(pagebuf.data), data + done, chunk);
-		gateann_page_set_used(pagebuf.data, chunk);
-		write_new_page(index, fork, pagebuf.data, blkno++);
-		done += chunk;
-	}
-	return blkno;
-}
-
-/*
- * Write the whole index: metapage, codebook, dictionaries, node records.
+ * Write the whole index: metapage, codebook, dictionaries, node records
+ * (the graph's nodes, then the tail records).  No WAL: the caller logs the
+ * relation whole.
  */
 static void
 write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
@@ -336,23 +361,26 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 	PGAlignedBlock pagebuf;
 	Page		page = pagebuf.data;
 	BlockNumber blkno = 0;
+	GateannNodeWriter w;
 	char	   *rec;
 	uint32		id;
 
 	/* metapage first; rewritten at the end once counts are final */
 	gateann_init_page(page, GATEANN_PAGE_META);
-	write_new_page(index, fork, page, blkno++);
+	gateann_write_page(index, fork, blkno++, page, false);
 
 	/* codebook */
 	meta->codebook_start = blkno;
-	if (meta->nnodes > 0)
-		blkno = write_chunked(index, fork, GATEANN_PAGE_CODEBOOK, (const char *) pq->centroids,
-							  gateann_pq_codebook_bytes(meta->dims), blkno);
+	if (bs->n > 0)
+		blkno = gateann_write_chunked(index, fork, GATEANN_PAGE_CODEBOOK,
+									  (const char *) pq->centroids,
+									  gateann_pq_codebook_bytes(meta->dims), blkno, false);
 	meta->codebook_pages = blkno - meta->codebook_start;
 
 	/* filter-column dictionaries, from which loaders code the filter store */
 	meta->dict_start = blkno;
-	blkno = write_chunked(index, fork, GATEANN_PAGE_DICT, dict, meta->dict_bytes, blkno);
+	blkno = gateann_write_chunked(index, fork, GATEANN_PAGE_DICT, dict, meta->dict_bytes,
+								  blkno, false);
 	meta->dict_pages = blkno - meta->dict_start;
 	if (meta->pq_retrain_at != 0)
 	{
@@ -365,50 +393,28 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 			meta->dict_area_pages = 2 * half;
 			gateann_init_page(page, GATEANN_PAGE_DICT);
 			while (blkno < meta->dict_area_start + meta->dict_area_pages)
-				write_new_page(index, fork, page, blkno++);
+				gateann_write_page(index, fork, blkno++, page, false);
 		}
 	}
 
 	/* node records */
 	meta->node_start = blkno;
 	rec = palloc0(meta->record_size);
-	if (meta->records_per_page > 0)
+	gateann_node_writer_start(&w, index, fork, meta, blkno, false);
+	for (id = 0; id < meta->nnodes; id++)
 	{
-		uint32		slot = 0;
-
-		for (id = 0; id < meta->nnodes; id++)
-		{
-			if (slot == 0)
-				gateann_init_page(page, GATEANN_PAGE_NODES);
+		if (id < bs->n)
 			fill_record(meta, rec, id, bs, codes, graph);
-			memcpy(PageGetContents(page) + slot * meta->record_size, rec,
-				   meta->record_size);
-			slot++;
-			if (slot == meta->records_per_page || id == meta->nnodes - 1)
-			{
-				gateann_page_set_used(page, slot * meta->record_size);
-				write_new_page(index, fork, page, blkno++);
-				slot = 0;
-			}
-			if ((id & 1023) == 0)
-			{
-				CHECK_FOR_INTERRUPTS();
-				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, id);
-			}
-		}
-	}
-	else
-	{
-		/* a record larger than a page: pages_per_record consecutive pages */
-		for (id = 0; id < meta->nnodes; id++)
+		else
+			fill_tail_record(meta, rec, id - bs->n, bs);
+		gateann_node_writer_add(&w, rec);
+		if ((id & 1023) == 0)
 		{
-			fill_record(meta, rec, id, bs, codes, graph);
-			blkno = write_chunked(index, fork, GATEANN_PAGE_NODES, rec,
-								  meta->record_size, blkno);
 			CHECK_FOR_INTERRUPTS();
 			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, id);
 		}
 	}
+	blkno = gateann_node_writer_finish(&w);
 	pfree(rec);
 	meta->node_pages = blkno - meta->node_start;
 
@@ -676,6 +682,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.locality_order = opts->locality_order;
 	bs.filters = gateann_filter_layout_create(index);
 	gateann_filter_arena_init(&bs.arena, bs.filters);
+	gateann_filter_arena_init(&bs.tail_arena, bs.filters);
 	bs.memory_limit = (Size) maintenance_work_mem * 1024;
 	bs.tmpcxt = AllocSetContextCreate(buildcxt, "gateann build tuple",
 									  ALLOCSET_DEFAULT_SIZES);
@@ -688,8 +695,9 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		check_memory(&bs, bs.n);
 
 	init_meta(&meta, index, opts, bs.metric, bs.filters);
-	meta.dims = bs.dims;
-	meta.nnodes = bs.n;
+	/* (an index of tail records only has seen no vector to lay out for) */
+	meta.dims = bs.n > 0 ? bs.dims : 0;
+	meta.nnodes = bs.n + bs.ntail;
 
 	if (bs.n > 0)
 	{
@@ -827,7 +835,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	MemoryContextSwitchTo(oldcxt);
 	result = palloc(sizeof(IndexBuildResult));
 	result->heap_tuples = bs.reltuples;
-	result->index_tuples = bs.n;
+	result->index_tuples = bs.n + bs.ntail;
 	MemoryContextDelete(buildcxt);
 	return result;
 }
@@ -851,7 +859,7 @@ gateann_buildempty(Relation index)
 	meta.codebook_start = meta.dict_start = meta.node_start = 1;
 
 	gateann_init_page(pagebuf.data, GATEANN_PAGE_META);
-	write_new_page(index, INIT_FORKNUM, pagebuf.data, 0);
+	gateann_write_page(index, INIT_FORKNUM, 0, pagebuf.data, false);
 	gateann_write_meta_page(index, INIT_FORKNUM, &meta);
 	log_newpage_range(index, INIT_FORKNUM, 0, 1, true);
 }

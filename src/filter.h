@@ -160,8 +160,8 @@ typedef enum GateannFilterResult
 
 /*
  * Compile the scan keys once per scan.  *never is set when they can never
- * match (e.g. the vector IS NULL, col = NULL).  Keys on the vector column
- * (IS NOT NULL) are dropped.
+ * match (e.g. col = NULL).  Keys on the vector column (IS [NOT] NULL) are
+ * kept apart: gateann_filter_vector_nulls.
  */
 extern GateannFilter *gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 											 ScanKey keys, int nkeys, const char *dict,
@@ -169,6 +169,17 @@ extern GateannFilter *gateann_filter_compile(Relation index, const GateannMetaPa
 
 /* Does the filter have any key on a filter column? */
 extern bool gateann_filter_active(const GateannFilter *filter);
+
+/* What the keys on the vector column ask of it */
+typedef enum GateannVectorNulls
+{
+	GATEANN_VECTOR_ANY,			/* no key */
+	GATEANN_VECTOR_NOT_NULL,	/* IS NOT NULL */
+	GATEANN_VECTOR_NULL_ONLY,	/* IS NULL */
+	GATEANN_VECTOR_NONE			/* both: no row */
+} GateannVectorNulls;
+
+extern GateannVectorNulls gateann_filter_vector_nulls(const GateannFilter *filter);
 
 /* Keys the record check cannot decide (types we do not evaluate) */
 extern bool gateann_filter_needs_recheck(const GateannFilter *filter);

@@ -69,6 +69,8 @@ struct GateannFilter
 	int			nkeys;
 	FilterKey  *keys;
 	bool		recheck;		/* some key is not evaluated here at all */
+	bool		vector_null;	/* the vector IS NULL */
+	bool		vector_not_null;	/* ... IS NOT NULL */
 	const char *index_name;
 	GateannSlotType types[GATEANN_MAX_FILTER_COLS];
 };
@@ -270,13 +272,16 @@ gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 		if (sk->sk_attno == 1)
 		{
 			/*
-			 * NULL vectors are not indexed: IS NOT NULL holds for every row
-			 * (PostgreSQL sets SK_ISNULL on that key too, so test it first),
-			 * IS NULL and a comparison with NULL for none.
+			 * Rows with a NULL vector are tail records (gateann.h): the
+			 * scan returns them or not (PostgreSQL sets SK_ISNULL on both
+			 * keys, so test them first).  The vector column has no other
+			 * search operator: the executor decides anything else.
 			 */
 			if (sk->sk_flags & SK_SEARCHNOTNULL)
-				continue;
-			if (sk->sk_flags & (SK_SEARCHNULL | SK_ISNULL))
+				f->vector_not_null = true;
+			else if (sk->sk_flags & SK_SEARCHNULL)
+				f->vector_null = true;
+			else if (sk->sk_flags & SK_ISNULL)
 				*never = true;
 			else
 				f->recheck = true;
@@ -394,6 +399,18 @@ key_store_pass(const FilterKey *k, const uint8 *const *cols, uint32 id)
 				return true;
 		return false;
 	}
+}
+
+GateannVectorNulls
+gateann_filter_vector_nulls(const GateannFilter *filter)
+{
+	if (filter->vector_null && filter->vector_not_null)
+		return GATEANN_VECTOR_NONE;
+	if (filter->vector_null)
+		return GATEANN_VECTOR_NULL_ONLY;
+	if (filter->vector_not_null)
+		return GATEANN_VECTOR_NOT_NULL;
+	return GATEANN_VECTOR_ANY;
 }
 
 bool

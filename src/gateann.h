@@ -39,8 +39,12 @@
 #include "compat.h"
 
 #define GATEANN_MAGIC			0x47415445	/* "GATE" */
-/* 3: a record's header carries the check of its contents (page.h) */
-#define GATEANN_FORMAT_VERSION	3
+/*
+ * 3: a record's header carries the check of its contents (page.h)
+ * 4: rows whose vector has no distance (NULL, or zero under cosine) are
+ *    kept as tail records
+ */
+#define GATEANN_FORMAT_VERSION	4
 
 #define GATEANN_METAPAGE_BLKNO	0
 
@@ -124,6 +128,18 @@ typedef struct GateannNodeHeader
 #define GATEANN_NODE_FREE		0x0002	/* slot freed by VACUUM (DELETED too, no
 										 * neighbors, no in-edges): an insert
 										 * may take it */
+/*
+ * Tail records: rows whose distance to every query is NULL (a NULL vector)
+ * or NaN (a zero vector under cosine, which has no direction).  They hold
+ * the row's heap TID and filter copies, no neighbors, and are outside the
+ * graph: no list names them and no search reaches them; an ordered scan
+ * returns them after every other row, NaN before NULL, as ORDER BY ...
+ * NULLS LAST sorts them (src/README, "Tail records").  Set once per slot
+ * incarnation, and covered by the record's check.
+ */
+#define GATEANN_NODE_NULL_VECTOR	0x0004	/* vector NULL: distance NULL */
+#define GATEANN_NODE_NO_DIRECTION	0x0008	/* zero vector, cosine: distance NaN */
+#define GATEANN_NODE_TAIL		(GATEANN_NODE_NULL_VECTOR | GATEANN_NODE_NO_DIRECTION)
 
 /*
  * Entry points a search can start from: the medoid and the nodes nearest the

@@ -152,6 +152,17 @@ gateann_open_index(Oid relid, LOCKMODE lockmode, GateannAccess access)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a gateann index", name)));
 	}
+	if (!rel->rd_index->indisvalid)
+	{
+		char	   *name = pstrdup(RelationGetRelationName(rel));
+
+		relation_close(rel, lockmode);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("gateann index \"%s\" is not valid", name),
+				 errdetail("A CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY that failed or is still running leaves an invalid index: it may not have been built."),
+				 errhint("REINDEX INDEX %s, or drop it and create it again.", quote_identifier(name))));
+	}
 	return rel;
 }
 

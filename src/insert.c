@@ -17,6 +17,10 @@
  *      the new node on exact vectors (those the search read, or the
  *      neighbors' records through shared buffers).
  *
+ * A row whose vector has no distance (NULL; zero under cosine) becomes a
+ * tail record (gateann.h): steps 1 and 4 only, no neighbors, never an entry
+ * point, published in the store as a tail record.
+ *
  * No lock is held across steps: the metapage lock only while a node id is
  * taken and its record written, each neighbor's page lock only while its
  * list is rewritten.  Scans take page locks in share mode one page at a time
@@ -28,9 +32,9 @@
  * bit (scans skip ids whose bit is not set), then its reverse edges.  Every
  * change to a neighbor-store row and every node block mark is made while the
  * page it mirrors is locked, so the stores change in the same order as the
- * pages.  If the store was replaced meanwhile (outgrown, evicted: the
- * registry's generation moved), the nodes this insert touched are copied
- * again from their pages into the current store.
+ * pages.  If a store of the index began loading after this insert got its
+ * own (its own evicted, outgrown, or one it could not use), the nodes this
+ * insert touched are copied again from their pages into that store.
  *
  * The files the scans read directly lag shared buffers: each changed block
  * gets a mark in the store (the page's new LSN), and scans re-read a block
@@ -79,7 +83,11 @@ typedef struct InsertState
 	GateannMetaPageData meta;
 	GateannStore *store;
 	int			r_max;
+	uint16		tail;			/* the new row's tail flags (gateann.h), or 0 */
 	float	   *vector;			/* the new vector (unit length for cosine) */
+	int			dims;			/* its dimensions */
+	uint32		nbrs[GATEANN_MAX_NEIGHBORS_LIMIT];	/* its neighbors */
+	int			nn;
 	float	   *table;			/* PQ distance table of vector */
 	char	   *record;			/* the new record */
 	char	   *scratch;		/* a record read back */
@@ -262,14 +270,15 @@ take_free_slot(InsertState *is, const GateannMetaPageData *disk, Buffer *bufs,
 		GateannRecordLoc loc;
 		GateannNodeHeader hdr;
 
-		/* 32 nodes at a time while they are all present */
+		/* 32 nodes at a time while they are all present or tail records */
 		if ((id & 31) == 0 && id + 32 <= limit &&
-			pg_atomic_read_u32(&store->present[id >> 5]) == PG_UINT32_MAX)
+			(pg_atomic_read_u32(&store->present[id >> 5]) |
+			 pg_atomic_read_u32(&store->tail[id >> 5])) == PG_UINT32_MAX)
 		{
 			id += 32;
 			continue;
 		}
-		if (gateann_store_has(store, id))
+		if (gateann_store_has(store, id) || gateann_store_is_tail(store, id))
 		{
 			id++;
 			continue;
@@ -350,9 +359,12 @@ write_record_pages(InsertState *is, GateannRecordLoc loc, Buffer *bufs, const bo
 			if (m->nentries > 0)
 				m->entries[0] = id;
 		}
-		m->pq_coded++;
-		if (is->poor_code)
-			m->pq_poor++;
+		if (!is->tail)
+		{
+			m->pq_coded++;
+			if (is->poor_code)
+				m->pq_poor++;
+		}
 	}
 	GenericXLogFinish(state);
 }
@@ -438,7 +450,10 @@ allocate_and_write(InsertState *is)
 		gateann_store_page_changed(is->store, meta, index, bufs[k]);
 	if (reused)
 		gateann_store_clear_deleted(is->store, id);
-	gateann_store_set_present(is->store, id);
+	if (is->tail)
+		gateann_store_set_tail(is->store, id);
+	else
+		gateann_store_set_present(is->store, id);
 	for (k = 0; k < npages; k++)
 		UnlockReleaseBuffer(bufs[k]);
 	UnlockReleaseBuffer(metabuf);
@@ -486,10 +501,7 @@ drop_deleted_neighbors(InsertState *is, uint32 id, uint32 *nbrs, int nn)
 		if (k == ngone)
 			list[kept++] = list[i];
 	}
-	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
-	gateann_record_put_list(meta, &ed, hdr.flags, list, kept);
-	gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
-	gateann_store_set_neighbors(is->store, id, list, kept);
+	gateann_store_write_list(is->store, meta, is->index, &ed, id, hdr.flags, list, kept);
 	gateann_record_unlock(&ed);
 
 	for (i = 0, kept = 0; i < nn; i++)
@@ -686,10 +698,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
 			is->ndropped < GATEANN_MAX_NEIGHBORS_LIMIT)
 			is->dropped[is->ndropped++] = list[i];
 	}
-	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
-	gateann_record_put_list(meta, &ed, hdr.flags, newlist, newdeg);
-	gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
-	gateann_store_set_neighbors(is->store, j, newlist, newdeg);
+	gateann_store_write_list(is->store, meta, is->index, &ed, j, hdr.flags, newlist, newdeg);
 	gateann_record_unlock(&ed);
 	return at;
 }
@@ -803,10 +812,7 @@ adopt_dropped(InsertState *is, uint32 p)
 	}
 	nout = Min(nout, meta->max_neighbors);
 
-	gateann_record_begin_change(is->index, &ed, InvalidBuffer);
-	gateann_record_put_list(meta, &ed, hdr.flags, out, nout);
-	gateann_store_edit_finish(is->store, &is->meta, is->index, &ed);
-	gateann_store_set_neighbors(is->store, p, out, nout);
+	gateann_store_write_list(is->store, meta, is->index, &ed, p, hdr.flags, out, nout);
 	gateann_record_unlock(&ed);
 }
 
@@ -832,8 +838,8 @@ expanded_distance(const InsertState *is, uint32 id)
 }
 
 /*
- * The store was replaced while we wrote: copy node id's parts from its
- * pages into the current store.
+ * A store loaded since this insert got its own (see the file comment):
+ * copy node id's parts from its pages into is->store, the new store.
  */
 static void
 refresh_node(InsertState *is, uint32 id, bool whole)
@@ -873,9 +879,199 @@ refresh_node(InsertState *is, uint32 id, bool whole)
 	{
 		if (!(hdr.flags & GATEANN_NODE_DELETED))
 			gateann_store_clear_deleted(is->store, id);
-		gateann_store_set_present(is->store, id);
+		if (hdr.flags & GATEANN_NODE_TAIL)
+			gateann_store_set_tail(is->store, id);
+		else
+			gateann_store_set_present(is->store, id);
 	}
 	gateann_record_unlock(&ed);
+}
+
+/* ---- the steps ----------------------------------------------------------- */
+
+/*
+ * The new row's vector into is->vector (is->dims floats; unit length for
+ * cosine).  Returns the tail flags of a row whose vector has no distance
+ * (NULL; zero under cosine), 0 for a row that joins the graph.
+ */
+static uint16
+read_vector(InsertState *is, Datum value, bool isnull)
+{
+	GateannVectorReader reader;
+	int			bad;
+
+	if (isnull)
+		return GATEANN_NODE_NULL_VECTOR;
+	gateann_vector_reader_init(&reader, is->index);
+	is->vector = gateann_vector_from_datum(&reader, value, &is->dims);
+	bad = gateann_first_unindexable(is->vector, is->dims, gateann_index_metric(is->index));
+	if (bad >= 0)
+		gateann_report_unindexable("vector", is->vector, bad);
+	if (gateann_index_metric(is->index) == GATEANN_METRIC_COSINE &&
+		!gateann_normalize(is->vector, is->dims))
+		return GATEANN_NODE_NO_DIRECTION;
+	return 0;
+}
+
+/*
+ * Step 1: the record, as the build writes it (node id and version set when
+ * the slot is taken): heap TID, vector (none for a tail record), PQ code,
+ * filter copies; no neighbors yet.
+ */
+static void
+prepare_record(InsertState *is, Datum *values, bool *isnull, ItemPointer heap_tid)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	GateannNodeHeader *hdr;
+	int			i;
+
+	is->record = palloc0(meta->record_size);
+	is->scratch = palloc(meta->record_size);
+	is->scratch2 = palloc(meta->record_size);
+	hdr = GateannRecordHeader(is->record);
+	hdr->version = 1;
+	hdr->heap_tid = *heap_tid;
+	hdr->flags = is->tail;
+	for (i = 0; i < meta->max_neighbors; i++)
+		GateannRecordNeighbors(meta, is->record)[i] = InvalidNodeId;
+	if (!is->tail)
+	{
+		float		coarse_dist;
+
+		memcpy(GateannRecordVector(meta, is->record), is->vector, sizeof(float) * meta->dims);
+		is->decoded = palloc(sizeof(float) * meta->dims * (GATEANN_MAX_NEIGHBORS_LIMIT + 1));
+		(void) gateann_pq_encode(&is->store->pq, is->vector,
+								 GateannRecordPQCode(meta, is->record), is->decoded,
+								 &coarse_dist);
+		is->poor_code = gateann_pq_code_is_poor(meta, coarse_dist);
+	}
+	if (meta->nfilter > 0)
+	{
+		GateannFilterLayout *layout = gateann_filter_layout_create(is->index);
+		GateannFilterArena arena;
+
+		gateann_filter_arena_init(&arena, layout);
+		gateann_filter_arena_add(&arena, layout, values + 1, isnull + 1);
+		gateann_filter_write_record(meta, &arena, 0, GateannRecordFilter(meta, is->record));
+	}
+}
+
+/*
+ * Steps 2 and 3: search for the new vector and choose its neighbors from
+ * what the search expanded (robust prune, alpha of the build) into
+ * is->nbrs and the record.  Deleted nodes route searches but get no new
+ * edges.  If the search found no live node at all (the entry point and all
+ * around it deleted, or no graph node yet), the new node links to the
+ * deleted ones and becomes the entry point: live again, and still reaching
+ * what they reach (VACUUM replaces them by their neighbors).
+ */
+static void
+choose_neighbors(InsertState *is)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	int			dims = meta->dims;
+	int			max_exp = 2 * meta->build_search_list_size + meta->max_neighbors;
+	float	   *cand_vectors;
+	uint32	   *cand_ids;
+	int			ncand = 0,
+				i;
+
+	/* the graph is built on L2: see graph.c */
+	is->table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
+	gateann_pq_distance_table(&is->store->pq, is->vector, GATEANN_PQ_L2, is->table);
+	is->jvec = palloc(sizeof(float) * dims);
+	is->known = palloc(sizeof(float) * dims * GATEANN_MAX_NEIGHBORS_LIMIT);
+	is->exp = palloc(sizeof(Expanded) * max_exp);
+	is->exp_vectors = palloc(sizeof(float) * dims * (Size) max_exp);
+	is->nexp = insert_search(is, meta->build_search_list_size, is->exp, is->exp_vectors,
+							 max_exp);
+	is->exp_by_id = palloc(sizeof(uint32) * Max(is->nexp, 1));
+	for (i = 0; i < is->nexp; i++)
+		is->exp_by_id[i] = (uint32) i;
+	qsort_arg(is->exp_by_id, is->nexp, sizeof(uint32), cmp_exp_by_id, is->exp);
+
+	for (i = 0; i < is->nexp; i++)
+		ncand += is->exp[i].deleted ? 0 : 1;
+	is->become_entry = (ncand == 0 &&
+						(is->nexp > 0 || meta->entry_point == InvalidNodeId));
+	cand_vectors = palloc(sizeof(float) * dims * (Size) Max(is->nexp, 1));
+	cand_ids = palloc(sizeof(uint32) * Max(is->nexp, 1));
+	ncand = 0;
+	for (i = 0; i < is->nexp; i++)
+	{
+		if (is->exp[i].deleted && !is->become_entry)
+			continue;
+		cand_ids[ncand] = is->exp[i].id;
+		memcpy(cand_vectors + (Size) ncand * dims, is->exp_vectors + (Size) i * dims,
+			   sizeof(float) * dims);
+		ncand++;
+	}
+	is->nn = gateann_graph_prune_vectors(is->vector, cand_vectors, cand_ids, ncand, dims,
+										 meta->alpha, meta->max_neighbors, is->r_max, is->nbrs);
+	GateannRecordHeader(is->record)->nneighbors = (uint16) is->nn;
+	memcpy(GateannRecordNeighbors(meta, is->record), is->nbrs, sizeof(uint32) * is->nn);
+}
+
+/*
+ * Step 5: reverse edges.  Each neighbor's prune may drop the new node (it
+ * is then in a crowded place, or far from everything: a row from a region
+ * no build saw), and a list with room gets it at its end, beyond the row
+ * tunneling follows; if no neighbor has it in its row, a search that
+ * tunnels could not reach it, so the nearest neighbor puts it there
+ * regardless.
+ */
+static void
+link_reverse_edges(InsertState *is, uint32 id)
+{
+	int			linked = 0;
+	int			nearest = -1;
+	int			i;
+
+	for (i = 0; i < is->nn; i++)
+	{
+		int			at;
+
+		CHECK_FOR_INTERRUPTS();
+		at = add_reverse_edge(is, is->nbrs[i], id, false);
+		if (at >= 0 && at < is->r_max)
+			linked++;
+		if (nearest < 0 ||
+			expanded_distance(is, is->nbrs[i]) < expanded_distance(is, is->nbrs[nearest]))
+			nearest = i;
+	}
+	if (linked == 0 && nearest >= 0)
+		(void) add_reverse_edge(is, is->nbrs[nearest], id, true);
+	adopt_dropped(is, id);
+}
+
+/*
+ * Steps 1-5 (a tail record: 1 and 4 only).  Returns the node id.  Starts
+ * over when allocate_and_write says so (the index outgrew the store, or the
+ * entry point this insert meant to replace changed).
+ */
+static uint32
+insert_node(InsertState *is, Datum *values, bool *isnull, ItemPointer heap_tid)
+{
+	uint32		id;
+
+	for (;;)
+	{
+		is->store = gateann_store_get(is->index, &is->meta);
+		is->r_max = is->store->tunnel_neighbors;
+		prepare_record(is, values, isnull, heap_tid);
+		if (!is->tail)
+			choose_neighbors(is);
+		id = allocate_and_write(is);
+		if (id != InvalidNodeId)
+			break;
+		gateann_read_meta(is->index, &is->meta);
+	}
+	if (is->tail)
+		return id;
+	if (!is->become_entry)
+		is->nn = drop_deleted_neighbors(is, id, is->nbrs, is->nn);
+	link_reverse_edges(is, id);
+	return id;
 }
 
 bool
@@ -886,190 +1082,46 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	InsertState is;
-	GateannVectorReader reader;
-	GateannMetaPageData *meta = &is.meta;
-	GateannNodeHeader *hdr;
-	Expanded   *exp;
-	float	   *exp_vectors;
-	float	   *cand_vectors;
-	uint32	   *cand_ids;
-	uint32		nbrs[GATEANN_MAX_NEIGHBORS_LIMIT];
-	int			nexp,
-				ncand = 0,
-				nn,
-				max_exp,
-				dims,
-				bad,
-				i;
-	uint32		id;
-	uint32		generation;
+	GateannStore *reloaded;
 	LOCKMODE	lockmode;
-
-	/* A NULL vector is never indexed, so it needs no index change at all. */
-	if (isnull[0])
-		return false;
+	uint64		since;
+	uint32		id;
+	int			i;
 
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "gateann insert",
 								ALLOCSET_DEFAULT_SIZES);
 	oldcxt = MemoryContextSwitchTo(cxt);
 	memset(&is, 0, sizeof(is));
 	is.index = index;
-
-	gateann_vector_reader_init(&reader, index);
-	is.vector = gateann_vector_from_datum(&reader, values[0], &dims);
-	bad = gateann_first_unindexable(is.vector, dims, gateann_index_metric(index));
-	if (bad >= 0)
-		gateann_report_unindexable("vector", is.vector, bad);
-	/* cosine: unit vectors; a zero vector has no direction and is not indexed */
-	if (gateann_index_metric(index) == GATEANN_METRIC_COSINE &&
-		!gateann_normalize(is.vector, dims))
-	{
-		MemoryContextSwitchTo(oldcxt);
-		MemoryContextDelete(cxt);
-		return false;
-	}
+	is.tail = read_vector(&is, values[0], isnull[0]);
 
 	/*
 	 * Keep a retrain from re-encoding codes while we encode ours; the first
-	 * row of an index built on no rows sets it up (retrain.h).
+	 * vector of an index that has seen none sets it up (retrain.h).
 	 */
-	lockmode = gateann_insert_lock(index, meta, is.vector, dims);
-	if (dims != meta->dims)
+	lockmode = gateann_insert_lock(index, &is.meta, is.tail ? NULL : is.vector, is.dims);
+	if (is.vector != NULL && is.meta.dims > 0 && is.dims != is.meta.dims)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("vector has %d dimensions, index \"%s\" has %d",
-						dims, RelationGetRelationName(index), meta->dims),
+						is.dims, RelationGetRelationName(index), is.meta.dims),
 				 errhint("All vectors in one gateann index must have the same number of dimensions; use a partial or expression index to separate them.")));
-	for (;;)
-	{
-		is.store = gateann_store_get(index, meta);
-		is.r_max = is.store->tunnel_neighbors;
 
-		/* 1. the record, as the build writes it (node id set when taken) */
-		is.record = palloc0(meta->record_size);
-		is.scratch = palloc(meta->record_size);
-		is.scratch2 = palloc(meta->record_size);
-		is.jvec = palloc(sizeof(float) * dims);
-		is.known = palloc(sizeof(float) * dims * GATEANN_MAX_NEIGHBORS_LIMIT);
-		is.decoded = palloc(sizeof(float) * dims * (GATEANN_MAX_NEIGHBORS_LIMIT + 1));
-		hdr = GateannRecordHeader(is.record);
-		hdr->version = 1;
-		hdr->heap_tid = *heap_tid;
-		memcpy(GateannRecordVector(meta, is.record), is.vector, sizeof(float) * dims);
-		{
-			float		coarse_dist;
-
-			(void) gateann_pq_encode(&is.store->pq, is.vector,
-									 GateannRecordPQCode(meta, is.record), is.decoded,
-									 &coarse_dist);
-			is.poor_code = gateann_pq_code_is_poor(meta, coarse_dist);
-		}
-		if (meta->nfilter > 0)
-		{
-			GateannFilterLayout *layout = gateann_filter_layout_create(index);
-			GateannFilterArena arena;
-
-			gateann_filter_arena_init(&arena, layout);
-			gateann_filter_arena_add(&arena, layout, values + 1, isnull + 1);
-			gateann_filter_write_record(meta, &arena, 0, GateannRecordFilter(meta, is.record));
-		}
-
-		/* 2. search (the graph is built on L2: see graph.c) */
-		is.table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
-		gateann_pq_distance_table(&is.store->pq, is.vector, GATEANN_PQ_L2, is.table);
-		max_exp = 2 * meta->build_search_list_size + meta->max_neighbors;
-		exp = palloc(sizeof(Expanded) * max_exp);
-		exp_vectors = palloc(sizeof(float) * dims * (Size) max_exp);
-		nexp = insert_search(&is, meta->build_search_list_size, exp, exp_vectors, max_exp);
-		is.exp = exp;
-		is.exp_vectors = exp_vectors;
-		is.nexp = nexp;
-		is.exp_by_id = palloc(sizeof(uint32) * Max(nexp, 1));
-		for (i = 0; i < nexp; i++)
-			is.exp_by_id[i] = (uint32) i;
-		qsort_arg(is.exp_by_id, nexp, sizeof(uint32), cmp_exp_by_id, exp);
-
-		/*
-		 * 3. its neighbors: deleted nodes route searches but get no new
-		 * edges.  If the search found no live node at all (the entry point
-		 * and all around it deleted), the new node links to the deleted ones
-		 * and becomes the entry point: live again, and still reaching what
-		 * they reach (VACUUM replaces them by their neighbors).
-		 */
-		cand_vectors = palloc(sizeof(float) * dims * (Size) Max(nexp, 1));
-		cand_ids = palloc(sizeof(uint32) * Max(nexp, 1));
-		ncand = 0;
-		for (i = 0; i < nexp; i++)
-			ncand += exp[i].deleted ? 0 : 1;
-		is.become_entry = (ncand == 0 &&
-						   (nexp > 0 || meta->entry_point == InvalidNodeId));
-		ncand = 0;
-		for (i = 0; i < nexp; i++)
-		{
-			if (exp[i].deleted && !is.become_entry)
-				continue;
-			cand_ids[ncand] = exp[i].id;
-			memcpy(cand_vectors + (Size) ncand * dims, exp_vectors + (Size) i * dims,
-				   sizeof(float) * dims);
-			ncand++;
-		}
-		nn = gateann_graph_prune_vectors(is.vector, cand_vectors, cand_ids, ncand, dims,
-										 meta->alpha, meta->max_neighbors, is.r_max, nbrs);
-		hdr->nneighbors = (uint16) nn;
-		memcpy(GateannRecordNeighbors(meta, is.record), nbrs, sizeof(uint32) * nn);
-		for (i = nn; i < meta->max_neighbors; i++)
-			GateannRecordNeighbors(meta, is.record)[i] = InvalidNodeId;
-
-		/* 4. the node */
-		generation = gateann_store_generation();
-		id = allocate_and_write(&is);
-		if (id != InvalidNodeId)
-			break;
-		/* outgrown store or a new entry point meanwhile: start over */
-		gateann_read_meta(index, meta);
-	}
-
-	if (!is.become_entry)
-		nn = drop_deleted_neighbors(&is, id, nbrs, nn);
+	/* (before the store is fetched: see gateann_store_next_reloaded) */
+	since = gateann_store_clock();
+	id = insert_node(&is, values, isnull, heap_tid);
 
 	/*
-	 * 5. reverse edges.  Each neighbor's prune may drop the new node (it is
-	 * then in a crowded place, or far from everything: a row from a region
-	 * no build saw), and a list with room gets it at its end, beyond the
-	 * row tunneling follows; if no neighbor has it in its row, a search
-	 * that tunnels could not reach it, so the nearest neighbor puts it
-	 * there regardless.
+	 * A store loaded since we got ours (ours evicted, or one we could not
+	 * use) may have read our pages before we wrote them: copy what we
+	 * changed into it.
 	 */
+	while ((reloaded = gateann_store_next_reloaded(index, &is.meta, is.store, &since)) != NULL)
 	{
-		int			linked = 0;
-		int			nearest = -1;
-
-		for (i = 0; i < nn; i++)
-		{
-			int			at;
-
-			CHECK_FOR_INTERRUPTS();
-			at = add_reverse_edge(&is, nbrs[i], id, false);
-			if (at >= 0 && at < is.r_max)
-				linked++;
-			if (nearest < 0 ||
-				expanded_distance(&is, nbrs[i]) < expanded_distance(&is, nbrs[nearest]))
-				nearest = i;
-		}
-		if (linked == 0 && nearest >= 0)
-			(void) add_reverse_edge(&is, nbrs[nearest], id, true);
-		adopt_dropped(&is, id);
-	}
-
-	/* was the store we updated replaced meanwhile?  Then update its successor */
-	while (gateann_store_generation() != generation)
-	{
-		generation = gateann_store_generation();
-		gateann_read_meta(index, meta);
-		is.store = gateann_store_get(index, meta);
+		is.store = reloaded;
 		refresh_node(&is, id, true);
-		for (i = 0; i < nn; i++)
-			refresh_node(&is, nbrs[i], false);
+		for (i = 0; i < is.nn; i++)
+			refresh_node(&is, is.nbrs[i], false);
 	}
 
 	/* temporary relations live in local buffers: make the files current */
@@ -1078,7 +1130,7 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 	gateann_insert_unlock(index, lockmode);
 
 	/* this row may be the one that makes the codebook due for retraining */
-	if (lockmode != NoLock)
+	if (lockmode != NoLock && !is.tail)
 		gateann_retrain_if_due(index, false);
 
 	MemoryContextSwitchTo(oldcxt);

@@ -124,9 +124,11 @@ gateann_meta_problem(const GateannMetaPageData *m, Relation index)
 	if (m->nnodes > GATEANN_MAX_NODES || (uint64) m->ndeleted + m->nfree > m->nnodes)
 		return psprintf("counts %u nodes, %u deleted and %u free", m->nnodes, m->ndeleted,
 						m->nfree);
-	if (m->nnodes > 0 && m->dims == 0)
-		return psprintf("counts %u nodes of no dimensions", m->nnodes);
-	if (m->nnodes > 0 && m->entry_point >= m->nnodes)
+	/* (an index that has seen no vector yet holds only tail records) */
+	if (m->dims == 0 && (m->entry_point != InvalidNodeId || m->nentries > 0))
+		return psprintf("gives an entry point to an index of no dimensions");
+	/* (no entry point: no node of the graph yet, tail records at most) */
+	if (m->entry_point != InvalidNodeId && m->entry_point >= m->nnodes)
 		return psprintf("gives entry point %u of %u nodes", m->entry_point, m->nnodes);
 	if (m->nentries > GATEANN_MAX_ENTRIES)
 		return psprintf("gives %u entry points", m->nentries);
@@ -177,7 +179,7 @@ gateann_meta_problem(const GateannMetaPageData *m, Relation index)
 		 gateann_pq_codebook_bytes(m->dims)))
 		return psprintf("places the codebook at blocks %u..+%u of %u", m->codebook_start,
 						m->codebook_pages, nblocks);
-	if (m->nnodes > 0 && m->codebook_pages == 0)
+	if (m->nnodes > 0 && m->dims > 0 && m->codebook_pages == 0)
 		return psprintf("counts %u nodes and no codebook", m->nnodes);
 	if (m->dict_pages > 0 &&
 		(!region_ok(m->dict_start, m->dict_pages, nblocks) ||

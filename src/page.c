@@ -8,6 +8,8 @@
 #include "pq.h"
 #include "port/pg_crc32c.h"
 
+#include "access/xloginsert.h"
+#include "miscadmin.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
@@ -39,6 +41,100 @@ gateann_new_buffer(Relation index, ForkNumber fork)
 	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
 	return buf;
 #endif
+}
+
+void
+gateann_write_page(Relation index, ForkNumber fork, BlockNumber blkno, Page image, bool wal)
+{
+	Buffer		buf;
+
+	if (blkno == RelationGetNumberOfBlocksInFork(index, fork))
+	{
+		buf = gateann_new_buffer(index, fork);
+		if (BufferGetBlockNumber(buf) != blkno)
+			elog(ERROR, "gateann: extended index \"%s\" to block %u, expected %u",
+				 RelationGetRelationName(index), BufferGetBlockNumber(buf), blkno);
+	}
+	else
+	{
+		buf = ReadBufferExtended(index, fork, blkno, RBM_NORMAL, NULL);
+		LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	}
+	START_CRIT_SECTION();
+	memcpy(BufferGetPage(buf), image, BLCKSZ);
+	MarkBufferDirty(buf);
+	if (wal && RelationNeedsWAL(index))
+		log_newpage_buffer(buf, true);
+	END_CRIT_SECTION();
+	UnlockReleaseBuffer(buf);
+}
+
+BlockNumber
+gateann_write_chunked(Relation index, ForkNumber fork, uint16 kind, const char *data,
+					  Size total, BlockNumber blkno, bool wal)
+{
+	PGAlignedBlock page;
+	Size		done = 0;
+
+	while (done < total)
+	{
+		Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
+
+		gateann_init_page(page.data, kind);
+		memcpy(PageGetContents(page.data), data + done, chunk);
+		gateann_page_set_used(page.data, chunk);
+		gateann_write_page(index, fork, blkno++, page.data, wal);
+		done += chunk;
+	}
+	return blkno;
+}
+
+void
+gateann_node_writer_start(GateannNodeWriter *w, Relation index, ForkNumber fork,
+						  const GateannMetaPageData *meta, BlockNumber blkno, bool wal)
+{
+	w->index = index;
+	w->fork = fork;
+	w->meta = meta;
+	w->wal = wal;
+	w->blkno = blkno;
+	w->slot = 0;
+}
+
+void
+gateann_node_writer_add(GateannNodeWriter *w, const char *rec)
+{
+	const GateannMetaPageData *meta = w->meta;
+
+	if (meta->records_per_page == 0)
+	{
+		/* a record larger than a page: pages_per_record consecutive pages */
+		w->blkno = gateann_write_chunked(w->index, w->fork, GATEANN_PAGE_NODES, rec,
+										 meta->record_size, w->blkno, w->wal);
+		return;
+	}
+	if (w->slot == 0)
+		gateann_init_page(w->page.data, GATEANN_PAGE_NODES);
+	memcpy(PageGetContents(w->page.data) + w->slot * meta->record_size, rec,
+		   meta->record_size);
+	if (++w->slot == meta->records_per_page)
+	{
+		gateann_page_set_used(w->page.data, w->slot * meta->record_size);
+		gateann_write_page(w->index, w->fork, w->blkno++, w->page.data, w->wal);
+		w->slot = 0;
+	}
+}
+
+BlockNumber
+gateann_node_writer_finish(GateannNodeWriter *w)
+{
+	if (w->slot > 0)
+	{
+		gateann_page_set_used(w->page.data, w->slot * w->meta->record_size);
+		gateann_write_page(w->index, w->fork, w->blkno++, w->page.data, w->wal);
+		w->slot = 0;
+	}
+	return w->blkno;
 }
 
 bool
@@ -100,9 +196,13 @@ static uint32
 record_check(const GateannMetaPageData *meta, const char *rec)
 {
 	pg_crc32c	crc;
+	uint16		tail = GateannRecordHeader(rec)->flags & GATEANN_NODE_TAIL;
 
 	INIT_CRC32C(crc);
 	COMP_CRC32C(crc, rec, offsetof(GateannNodeHeader, flags));
+	/* (only when set: a graph node's check covers what format 3's did) */
+	if (tail != 0)
+		COMP_CRC32C(crc, &tail, sizeof(tail));
 	COMP_CRC32C(crc, rec + meta->vector_offset, sizeof(float) * meta->dims);
 	if (meta->filter_size > 0)
 		COMP_CRC32C(crc, rec + meta->filter_offset, meta->filter_size);

@@ -26,6 +26,44 @@ extern bool gateann_page_is_valid(Page page, uint16 kind);
 /* Set pd_lower so that `used` bytes of contents are kept in page images. */
 extern void gateann_page_set_used(Page page, Size used);
 
+/*
+ * Writing whole pages in block order: CREATE INDEX writes without WAL (it
+ * logs the whole relation afterwards), an index's first vector and
+ * retraining log each page whole (wal; only a relation that is WAL-logged:
+ * an unlogged index's main fork must not be recreated by replay).  A page
+ * goes to blkno: appended when that is the fork's next block, else written
+ * over the page there.
+ *
+ * gateann_write_page: one page image.
+ * gateann_write_chunked: `total` bytes as consecutive pages of `kind`;
+ *   returns the next block number.
+ * GateannNodeWriter: records in node id order from id 0, packed as the
+ *   record layout of meta says (records_per_page to a page, or
+ *   pages_per_record pages each); finish returns the next block number.
+ */
+extern void gateann_write_page(Relation index, ForkNumber fork, BlockNumber blkno, Page image,
+							   bool wal);
+extern BlockNumber gateann_write_chunked(Relation index, ForkNumber fork, uint16 kind,
+										 const char *data, Size total, BlockNumber blkno,
+										 bool wal);
+
+typedef struct GateannNodeWriter
+{
+	Relation	index;
+	ForkNumber	fork;
+	const GateannMetaPageData *meta;
+	bool		wal;
+	BlockNumber blkno;			/* of the page being filled */
+	uint32		slot;			/* records on it so far */
+	PGAlignedBlock page;
+} GateannNodeWriter;
+
+extern void gateann_node_writer_start(GateannNodeWriter *w, Relation index, ForkNumber fork,
+									  const GateannMetaPageData *meta, BlockNumber blkno,
+									  bool wal);
+extern void gateann_node_writer_add(GateannNodeWriter *w, const char *rec);
+extern BlockNumber gateann_node_writer_finish(GateannNodeWriter *w);
+
 extern GateannRecordLoc gateann_record_location(const GateannMetaPageData *meta,
 												uint32 node_id);
 
@@ -47,10 +85,10 @@ extern void gateann_record_check_node(Relation index, const GateannNodeHeader *h
 
 /*
  * The record check: a CRC-32C of what is written once per slot incarnation
- * (the header up to its flags: node id, version and heap TID; the vector;
- * the filter copies), kept in the header.  What changes in place (flags,
- * neighbor count and list, PQ code) is left out, so editing a record never
- * touches it.  A scan that reads a record straight from the file and finds
+ * (the header up to its flags: node id, version and heap TID; a tail
+ * record's tail flags; the vector; the filter copies), kept in the header.
+ * What changes in place (the DELETED and FREE flags, neighbor count and
+ * list, PQ code) is left out, so editing a record never touches it.  A scan that reads a record straight from the file and finds
  * the check wrong has a torn or corrupted copy (src/README, "Reading
  * records behind the buffer manager").
  *

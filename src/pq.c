@@ -489,7 +489,45 @@ gateann_pq_decode(const GateannPQ *pq, const uint8_t *code, float *out)
 	}
 }
 
-void
+/*
+ * The coarse terms of a far query (gateann_pq_distance_table), in double:
+ * tail[a] = ||C_a - C_0||^2 - 2 <q - C_0, C_a - C_0>.  Returns ||q - C_0||^2.
+ */
+static double
+coarse_terms_far(const GateannPQ *pq, const float *query, float *tail)
+{
+	int			dims = pq->dims;
+	const float *c0;
+	double		offset = 0.0;
+	int			a0 = 0,
+				a,
+				j;
+
+	for (a = 1; a < PQ_K; a++)
+		if (tail[a] < tail[a0])
+			a0 = a;
+	c0 = pq->coarse + (size_t) a0 * dims;
+	for (j = 0; j < dims; j++)
+		offset += ((double) query[j] - c0[j]) * ((double) query[j] - c0[j]);
+	for (a = 0; a < PQ_K; a++)
+	{
+		const float *ca = pq->coarse + (size_t) a * dims;
+		double		sq = 0.0,
+					dot = 0.0;
+
+		for (j = 0; j < dims; j++)
+		{
+			double		diff = (double) ca[j] - c0[j];
+
+			sq += diff * diff;
+			dot += ((double) query[j] - c0[j]) * diff;
+		}
+		tail[a] = (float) (sq - 2.0 * dot);
+	}
+	return offset;
+}
+
+double
 gateann_pq_distance_table(const GateannPQ *pq, const float *query,
 						  GateannPQMetric metric, float *table)
 {
@@ -525,7 +563,28 @@ gateann_pq_distance_table(const GateannPQ *pq, const float *query,
 	}
 	else
 	{
+		float		lo,
+					hi;
+		int			a;
+
 		gateann_pq_l2_table(pq->coarse, query, dims, tail);
 		tail[PQ_K] = 1.0f;
+
+		/*
+		 * Far from every centroid: the terms differ in fewer than the
+		 * lowest 16 of float's 24 bits, where the residual terms (of the
+		 * size of the differences) would be lost too.
+		 */
+		lo = hi = tail[0];
+		for (a = 1; a < PQ_K; a++)
+		{
+			if (tail[a] < lo)
+				lo = tail[a];
+			if (tail[a] > hi)
+				hi = tail[a];
+		}
+		if (lo > 256.0f * (hi - lo))
+			return coarse_terms_far(pq, query, tail);
 	}
+	return 0.0;
 }

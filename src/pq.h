@@ -175,9 +175,21 @@ extern float gateann_pq_coarse_spacing(const GateannPQ *pq);
 /* Reconstruct the approximate vector a code stands for (dims floats). */
 extern void gateann_pq_decode(const GateannPQ *pq, const uint8_t *code, float *out);
 
-/* Fill table (gateann_pq_table_floats(m) floats) for query q under metric. */
-extern void gateann_pq_distance_table(const GateannPQ *pq, const float *query,
-									  GateannPQMetric metric, float *table);
+/*
+ * Fill table (gateann_pq_table_floats(m) floats) for query q under metric.
+ * Returns what the table's L2 distances are short of the true ones: 0,
+ * unless the query lies so far from every coarse centroid, compared with
+ * how far apart they are, that float terms ||q - C_a||^2 could no longer
+ * tell the centroids apart (a vector far outside the data the codebook was
+ * trained on): then the coarse terms are ||q - C_a||^2 - ||q - C_0||^2,
+ * C_0 the centroid nearest q, computed without forming either square, and
+ * every distance is ||q - C_0||^2 (the returned value) less than the
+ * true one.  Distances of one table stay comparable with each other; a
+ * caller comparing them with exact distances subtracts the value from
+ * those.  0 for IP.
+ */
+extern double gateann_pq_distance_table(const GateannPQ *pq, const float *query,
+										GateannPQMetric metric, float *table);
 
 /*
  * The distance a table gives a code (the table's metric):

@@ -51,53 +51,6 @@ train_interrupts(void)
 }
 
 /*
- * Write `total` bytes of data as pages of `kind` from block blkno on, each
- * page WAL-logged whole; extend the relation when `extend`, else overwrite
- * existing pages.  Returns the next block number.
- */
-static BlockNumber
-write_pages(Relation index, uint16 kind, const char *data, Size total,
-			BlockNumber blkno, bool extend)
-{
-	Size		done = 0;
-
-	while (done < total)
-	{
-		Size		chunk = Min(total - done, (Size) GATEANN_PAGE_CAPACITY);
-		Buffer		buf;
-		Page		page;
-
-		if (extend)
-		{
-			buf = gateann_new_buffer(index, MAIN_FORKNUM);
-			if (BufferGetBlockNumber(buf) != blkno)
-				elog(ERROR, "gateann: extended to block %u, expected %u",
-					 BufferGetBlockNumber(buf), blkno);
-		}
-		else
-		{
-			buf = ReadBuffer(index, blkno);
-			LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
-		}
-		page = BufferGetPage(buf);
-
-		START_CRIT_SECTION();
-		gateann_init_page(page, kind);
-		memcpy(PageGetContents(page), data + done, chunk);
-		gateann_page_set_used(page, chunk);
-		MarkBufferDirty(buf);
-		if (RelationNeedsWAL(index))
-			log_newpage_buffer(buf, true);
-		END_CRIT_SECTION();
-
-		UnlockReleaseBuffer(buf);
-		blkno++;
-		done += chunk;
-	}
-	return blkno;
-}
-
-/*
  * A codebook trained on n sample vectors (palloc'd; the sample is
  * overwritten, see gateann_pq_train).
  */
@@ -126,15 +79,65 @@ gateann_dict_reserve_pages(const GateannMetaPageData *meta)
 }
 
 /*
- * First insert into an index built on no rows (the caller holds the
- * exclusive lock and has read *meta under it): records laid out for
+ * The tail records of an index that has seen no vector yet (laid out for no
+ * dimensions), copied into a new node region laid out by *meta from block
+ * blkno on as node ids 0, 1, ...; deleted and free ones are left behind.
+ * Sets meta->nnodes and node_pages.
+ */
+static void
+carry_tail_records(Relation index, const GateannMetaPageData *old, GateannMetaPageData *meta,
+				   BlockNumber blkno)
+{
+	char	   *rec = palloc(old->record_size);
+	char	   *out = palloc(meta->record_size);
+	GateannNodeWriter w;
+	uint32		id;
+	uint32		n = 0;
+	int			i;
+
+	gateann_node_writer_start(&w, index, MAIN_FORKNUM, meta, blkno, true);
+	for (id = 0; id < old->nnodes; id++)
+	{
+		GateannNodeHeader *hdr = GateannRecordHeader(rec);
+		GateannNodeHeader *ohdr = GateannRecordHeader(out);
+
+		CHECK_FOR_INTERRUPTS();
+		gateann_read_record(index, old, id, rec, NULL);
+		if (hdr->node_id != id || !(hdr->flags & GATEANN_NODE_TAIL) ||
+			(hdr->flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE)))
+			continue;
+		memset(out, 0, meta->record_size);
+		ohdr->node_id = n;
+		ohdr->version = 1;
+		ohdr->heap_tid = hdr->heap_tid;
+		ohdr->flags = hdr->flags & GATEANN_NODE_TAIL;
+		for (i = 0; i < meta->max_neighbors; i++)
+			GateannRecordNeighbors(meta, out)[i] = InvalidNodeId;
+		/* (the filter area's layout follows from the columns alone) */
+		memcpy(GateannRecordFilter(meta, out), GateannRecordFilter(old, rec), meta->filter_size);
+		gateann_record_seal(meta, out);
+		gateann_node_writer_add(&w, out);
+		n++;
+	}
+	meta->node_pages = gateann_node_writer_finish(&w) - blkno;
+	meta->nnodes = n;
+	pfree(rec);
+	pfree(out);
+}
+
+/*
+ * First vector inserted into an index that has seen none (the caller holds
+ * the exclusive lock and has read *meta under it): records laid out for
  * `dims`, a codebook trained on the one vector there is, the filter
- * dictionaries of no rows, appended after whatever pages the index has;
- * then the metapage, with a new build id.
+ * dictionaries of no rows, appended after whatever pages the index has,
+ * with the tail records it holds (rows with NULL vectors) copied into the
+ * new layout; then the metapage, with a new build id.  Scans of the old
+ * build read the old pages, which stay as they are.
  */
 static void
 bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int dims)
 {
+	GateannMetaPageData old = *meta;
 	GateannOptions *opts = gateann_get_options(index);
 	GateannFilterLayout *filters = gateann_filter_layout_create(index);
 	int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
@@ -166,8 +169,9 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 
 	blkno = RelationGetNumberOfBlocks(index);
 	meta->codebook_start = blkno;
-	blkno = write_pages(index, GATEANN_PAGE_CODEBOOK, (const char *) centroids,
-						gateann_pq_codebook_bytes(dims), blkno, true);
+	blkno = gateann_write_chunked(index, MAIN_FORKNUM, GATEANN_PAGE_CODEBOOK,
+								  (const char *) centroids, gateann_pq_codebook_bytes(dims),
+								  blkno, true);
 	meta->codebook_pages = blkno - meta->codebook_start;
 	meta->dict_start = blkno;
 	half = gateann_dict_reserve_pages(meta);
@@ -180,18 +184,19 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 		memcpy(area, dict, meta->dict_bytes);
 		meta->dict_area_start = blkno;
 		meta->dict_area_pages = 2 * half;
-		blkno = write_pages(index, GATEANN_PAGE_DICT, area,
-							(Size) 2 * half * GATEANN_PAGE_CAPACITY, blkno, true);
+		blkno = gateann_write_chunked(index, MAIN_FORKNUM, GATEANN_PAGE_DICT, area,
+									  (Size) 2 * half * GATEANN_PAGE_CAPACITY, blkno, true);
 		meta->dict_pages = (meta->dict_bytes + GATEANN_PAGE_CAPACITY - 1) / GATEANN_PAGE_CAPACITY;
 	}
 	else
 	{
-		blkno = write_pages(index, GATEANN_PAGE_DICT, dict, meta->dict_bytes, blkno, true);
+		blkno = gateann_write_chunked(index, MAIN_FORKNUM, GATEANN_PAGE_DICT, dict,
+									  meta->dict_bytes, blkno, true);
 		meta->dict_pages = blkno - meta->dict_start;
 	}
 	meta->node_start = blkno;
-	meta->node_pages = 0;
-	meta->nnodes = meta->ndeleted = meta->nfree = meta->free_cursor = 0;
+	carry_tail_records(index, &old, meta, blkno);
+	meta->ndeleted = meta->nfree = meta->free_cursor = 0;
 	meta->entry_point = InvalidNodeId;
 	meta->nentries = 0;
 	meta->build_id = gateann_new_build_id(index);
@@ -223,11 +228,14 @@ gateann_insert_lock(Relation index, GateannMetaPageData *meta,
 	gateann_read_meta(index, meta);
 	if (meta->dims == 0)
 	{
-		LockPage(index, GATEANN_METAPAGE_BLKNO, ExclusiveLock);
+		/* (a tail record goes into the index as it is: it only keeps a set-up out) */
+		LOCKMODE	mode = vector != NULL ? ExclusiveLock : ShareLock;
+
+		LockPage(index, GATEANN_METAPAGE_BLKNO, mode);
 		gateann_read_meta(index, meta);
-		if (meta->dims == 0)
+		if (meta->dims == 0 && vector != NULL)
 			bootstrap(index, meta, vector, dims);
-		return ExclusiveLock;
+		return mode;
 	}
 	if (meta->pq_retrain_at == 0 && !codes_drifted(meta))
 		return NoLock;			/* final codebook: it changes only if inserts drift */
@@ -277,7 +285,8 @@ collect_sample(Relation index, const GateannMetaPageData *meta, float *sample,
 			CHECK_FOR_INTERRUPTS();
 		gateann_read_record(index, meta, id, rec, NULL);
 		hdr = GateannRecordHeader(rec);
-		if (hdr->node_id != id || (hdr->flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE)))
+		if (hdr->node_id != id ||
+			(hdr->flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE | GATEANN_NODE_TAIL)))
 			continue;
 		slot = seen < (uint64) cap ? seen : gateann_random_next(&rng) % (seen + 1);
 		seen++;
@@ -351,8 +360,8 @@ note_medoid(GroupMedoids *gm, const uint8 *code, int m, uint32 id, float dist)
 }
 
 /*
- * Re-encode every node that is not a free slot (deleted nodes still route
- * searches, by their codes) with pq, noting in gm the live node of each
+ * Re-encode every node that is not a free slot or a tail record (deleted
+ * nodes still route searches, by their codes) with pq, noting in gm the live node of each
  * coarse group nearest its centroid (the new entry points).  Returns how
  * many.
  */
@@ -398,7 +407,9 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
 
 				float		d;
 
-				if (hdr->node_id != first + s || (hdr->flags & GATEANN_NODE_FREE))
+				/* (a tail record has no vector to code: it is never read for one) */
+				if (hdr->node_id != first + s ||
+					(hdr->flags & (GATEANN_NODE_FREE | GATEANN_NODE_TAIL)))
 					continue;
 				(void) gateann_pq_encode(pq, GateannRecordVector(meta, rec),
 										 GateannRecordPQCode(meta, rec), work, &d);
@@ -424,7 +435,7 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
 			CHECK_FOR_INTERRUPTS();
 			gateann_read_record(index, meta, id, rec, NULL);
 			hdr = GateannRecordHeader(rec);
-			if (hdr->node_id != id || (hdr->flags & GATEANN_NODE_FREE))
+			if (hdr->node_id != id || (hdr->flags & (GATEANN_NODE_FREE | GATEANN_NODE_TAIL)))
 				continue;
 			(void) gateann_pq_encode(pq, GateannRecordVector(meta, rec), code, work, &d);
 			if (!(hdr->flags & GATEANN_NODE_DELETED))
@@ -495,8 +506,9 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 					  train_codebook(sample, nsample, meta.dims, meta.pq_subspaces));
 	pfree(sample);
 
-	if (write_pages(index, GATEANN_PAGE_CODEBOOK, (const char *) pq.centroids,
-					gateann_pq_codebook_bytes(meta.dims), meta.codebook_start, false) !=
+	if (gateann_write_chunked(index, MAIN_FORKNUM, GATEANN_PAGE_CODEBOOK,
+							  (const char *) pq.centroids, gateann_pq_codebook_bytes(meta.dims),
+							  meta.codebook_start, true) !=
 		meta.codebook_start + meta.codebook_pages)
 		elog(ERROR, "gateann: codebook of index \"%s\" changed size",
 			 RelationGetRelationName(index));
@@ -518,8 +530,9 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 		if (newmeta.dict_bytes <= (Size) half * GATEANN_PAGE_CAPACITY)
 		{
 			newmeta.dict_start = target;
-			newmeta.dict_pages = write_pages(index, GATEANN_PAGE_DICT, dict, newmeta.dict_bytes,
-											 target, false) - target;
+			newmeta.dict_pages = gateann_write_chunked(index, MAIN_FORKNUM, GATEANN_PAGE_DICT,
+													   dict, newmeta.dict_bytes, target,
+													   true) - target;
 			new_dict = true;
 		}
 	}

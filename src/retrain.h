@@ -5,9 +5,10 @@
  * An index built on an empty table has no codebook yet, and one built on a
  * few hundred rows has a poor one for the million it may hold later.  So:
  *
- *   - the first insert into an index built on no rows lays out its records
- *     for the vector's dimensions and trains a codebook on that one vector
- *     (gateann_bootstrap_index);
+ *   - the first vector inserted into an index built on no rows (or on rows
+ *     of NULL vectors only) lays out its records for the vector's
+ *     dimensions, trains a codebook on that one vector and copies the tail
+ *     records the index holds into the new layout (bootstrap);
  *   - an index whose codebook was trained on fewer rows than a build's
  *     sample is retrained, and every PQ code re-encoded, each time its live
  *     nodes reach pq_retrain_at (x4 per step, up to the build's sample):
@@ -59,9 +60,12 @@ gateann_pq_code_is_poor(const GateannMetaPageData *meta, float coarse_dist)
 
 /*
  * Lock the index against retraining for an insert and return its metapage
- * (read under the lock) in *meta: an index built on no rows is set up for
- * `vector` (dims floats) first.  Returns the lock mode held (NoLock if
- * none is needed: the codebook is final), for gateann_insert_unlock.
+ * (read under the lock) in *meta: an index that has seen no vector yet is
+ * set up for `vector` (dims floats) first.  vector NULL: the insert of a
+ * tail record (gateann.h), which never sets an index up; in an index that
+ * has seen no vector it holds the set-up off.  Returns the lock mode held
+ * (NoLock if none is needed: the codebook is final), for
+ * gateann_insert_unlock.
  */
 extern LOCKMODE gateann_insert_lock(Relation index, GateannMetaPageData *meta,
 									const float *vector, int dims);

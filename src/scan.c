@@ -66,6 +66,7 @@
 #include "prefilter.h"
 #include "search.h"
 #include "store.h"
+#include "tail.h"
 #include "topk.h"
 #include "vector.h"
 
@@ -129,6 +130,8 @@ typedef struct GateannScanOpaqueData
 
 	float	   *query;
 	float	   *table;			/* PQ distance table */
+	float		pq_offset;		/* its distances are this short of true ones
+								 * (gateann_pq_distance_table) */
 
 	/* scan keys on filter columns, compiled (filter.c) */
 	GateannFilter *filter;
@@ -178,6 +181,12 @@ typedef struct GateannScanOpaqueData
 	MinHeap		results;		/* expanded, not yet returned */
 	uint8	   *visited;		/* bitmap over node ids */
 	int64		expanded;
+	/* rows without a distance (tail.h): after the search, or instead of it */
+	GateannTailScan tail;
+	bool		search_done;	/* the search has no row left to find */
+	bool		query_has_distance;	/* else every row's distance is NULL or NaN */
+	bool		query_null;		/* ... NULL: the query is NULL */
+
 	GateannScanStats stats;		/* this scan's counters, published at endscan */
 	bool		track_timing;	/* gateann.track_timing when the search began */
 	instr_time	compute_time;	/* ... and the time measured (stats in us) */
@@ -348,7 +357,9 @@ static inline float
 on_pq_scale(GateannScanOpaque so, float exact)
 {
 	if (so->metric == GATEANN_METRIC_COSINE)
-		return 2.0f + 2.0f * exact;
+		return 2.0f + 2.0f * exact - so->pq_offset;
+	if (so->metric == GATEANN_METRIC_L2)
+		return exact - so->pq_offset;
 	return exact;
 }
 
@@ -1065,11 +1076,15 @@ search_state_reset(GateannScanOpaque so)
 	so->first_unexpanded = 0;
 	so->expanded = 0;
 	so->prefilter = false;
+	memset(&so->tail, 0, sizeof(so->tail));
+	so->search_done = false;
 }
 
 /*
  * Step 1: the metapage and the query vector.  False when the scan returns
- * no rows without searching (an empty index, a NULL or zero cosine query).
+ * no rows (an empty index).  A query that has no distance to any row (NULL,
+ * or zero under cosine), or an index that has seen no vector, leaves
+ * query_has_distance false: no search, only rows without a distance.
  */
 static bool
 search_read_query(IndexScanDesc scan)
@@ -1092,12 +1107,18 @@ search_read_query(IndexScanDesc scan)
 
 	orderby = &scan->orderByData[0];
 	gateann_read_meta(index, &so->meta);
-	if (so->meta.nnodes == 0 || (orderby->sk_flags & SK_ISNULL))
-		return false;
-
 	so->metric = (GateannMetric) so->meta.metric;
+	so->query_has_distance = false;
+	so->query_null = (orderby->sk_flags & SK_ISNULL) != 0;
+	if (so->meta.nnodes == 0)
+		return false;
+	if (so->query_null)
+		return true;
+
 	gateann_vector_reader_init(&so->reader, index);
 	so->query = gateann_vector_from_datum(&so->reader, orderby->sk_argument, &dims);
+	if (so->meta.dims == 0)
+		return true;			/* tail records only: none has a distance */
 	if (dims != so->meta.dims)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -1106,10 +1127,40 @@ search_read_query(IndexScanDesc scan)
 	if (gateann_first_unindexable(so->query, dims, so->metric) >= 0)
 		gateann_report_unindexable("query vector", so->query,
 								   gateann_first_unindexable(so->query, dims, so->metric));
-	/* a zero query has no cosine distance to anything (NaN): no rows */
-	if (so->metric == GATEANN_METRIC_COSINE && !gateann_normalize(so->query, dims))
-		return false;
+	/* a zero query has no cosine distance to anything (NaN) */
+	so->query_has_distance = !(so->metric == GATEANN_METRIC_COSINE &&
+							   !gateann_normalize(so->query, dims));
 	return true;
+}
+
+/*
+ * The classes of rows without a distance this scan returns (tail.h), as
+ * the query and the keys on the vector column allow.
+ */
+static int
+tail_classes(GateannScanOpaque so)
+{
+	int			classes = GATEANN_TAIL_NULL;
+
+	if (so->metric == GATEANN_METRIC_COSINE)
+		classes |= GATEANN_TAIL_NAN;
+	if (!so->query_has_distance)
+		classes |= GATEANN_TAIL_GRAPH;
+	switch (gateann_filter_vector_nulls(so->filter))
+	{
+		case GATEANN_VECTOR_ANY:
+			break;
+		case GATEANN_VECTOR_NOT_NULL:
+			classes &= ~GATEANN_TAIL_NULL;
+			break;
+		case GATEANN_VECTOR_NULL_ONLY:
+			classes &= GATEANN_TAIL_NULL;
+			break;
+		case GATEANN_VECTOR_NONE:
+			classes = 0;
+			break;
+	}
+	return classes;
 }
 
 /*
@@ -1160,9 +1211,10 @@ search_open(GateannScanOpaque so, Relation index)
 	 * vectors are not of unit length, and rank by their length as much as
 	 * by their direction.
 	 */
-	gateann_pq_distance_table(&so->store->pq, so->query,
-							  so->metric == GATEANN_METRIC_IP ? GATEANN_PQ_IP : GATEANN_PQ_L2,
-							  so->table);
+	so->pq_offset = (float) gateann_pq_distance_table(&so->store->pq, so->query,
+													  so->metric == GATEANN_METRIC_IP ?
+													  GATEANN_PQ_IP : GATEANN_PQ_L2,
+													  so->table);
 	/*
 	 * A hot standby replays changes into shared buffers without telling the
 	 * stores which blocks the files lag behind on: read through the buffer
@@ -1225,8 +1277,18 @@ begin_search(IndexScanDesc scan)
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 
 	search_state_reset(so);
-	if (!search_read_query(scan) || !search_compile_filter(scan))
+	if (!search_read_query(scan) || !search_compile_filter(scan) ||
+		gateann_filter_vector_nulls(so->filter) == GATEANN_VECTOR_NONE)
 		return;
+	gateann_tail_begin(&so->tail, tail_classes(so), &so->meta);
+	/* no distance to rank by, or only rows with a NULL vector wanted: no search */
+	if (!so->query_has_distance ||
+		gateann_filter_vector_nulls(so->filter) == GATEANN_VECTOR_NULL_ONLY)
+	{
+		so->stats.strategy = "no distance";
+		so->search_done = true;
+		return;
+	}
 	search_open(so, scan->indexRelation);
 	so->no_results = false;
 	so->exhausted = false;
@@ -1304,11 +1366,26 @@ report_budget_spent(IndexScanDesc scan)
 	if (GetCurrentStatementStartTimestamp() == last_statement)
 		return;
 	last_statement = GetCurrentStatementStartTimestamp();
-	ereport(NOTICE,
-			(errmsg("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes read) after returning %lld rows",
-					RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
-					(long long) so->stats.returned),
-			 errhint("A condition the index cannot check may have removed the other rows it found; raise gateann.max_scan_tuples, or index the columns of that condition.")));
+	/*
+	 * What made the scan read that far: few of the nodes it read matched
+	 * the index conditions, or the executor wanted more rows than matched
+	 * them -- a LIMIT that large, or rows its own conditions removed (the
+	 * scan cannot see those; EXPLAIN shows them as a Filter).
+	 */
+	if (so->filtering && so->matched * 10 < so->expanded)
+		ereport(NOTICE,
+				(errmsg("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after returning %lld rows",
+						RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
+						(long long) so->stats.returned),
+				 errdetail("Of the %lld nodes it visited, %lld matched the index conditions.",
+						   (long long) so->expanded, (long long) so->matched),
+				 errhint("Few rows near the query match the index conditions: raise gateann.max_scan_tuples to search further.")));
+	else
+		ereport(NOTICE,
+				(errmsg("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after returning %lld rows",
+						RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
+						(long long) so->stats.returned),
+				 errhint("The query wanted more rows than the index returned: a LIMIT beyond them, or a condition the index does not check (a Filter in EXPLAIN) that removed rows.  Raise gateann.max_scan_tuples, or index the columns of such a condition.")));
 }
 
 /* The counters kept outside so->stats: I/O (io.c) and the times measured */
@@ -1407,6 +1484,32 @@ check_heap_tid(IndexScanDesc scan, const HeapEntry *r)
 			 errhint("REINDEX the index.")));
 }
 
+/* The next row without a distance (tail.h) into the scan descriptor */
+static bool
+tail_tuple(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	HeapEntry	r;
+	int			class;
+
+	if (!gateann_tail_next(&so->tail, scan->indexRelation, &so->meta, so->store,
+						   so->filtering ? so->filter : NULL, &r.tid, &r.recheck, &class))
+		return false;
+	r.id = InvalidNodeId;
+	check_heap_tid(scan, &r);
+	scan->xs_heaptid = r.tid;
+	scan->xs_recheck = so->need_recheck || r.recheck;
+	scan->xs_recheckorderby = false;
+	if (scan->numberOfOrderBys > 0)
+	{
+		/* NULL after NaN: a NULL query or vector has a NULL distance */
+		scan->xs_orderbynulls[0] = so->query_null || class == GATEANN_TAIL_NULL;
+		scan->xs_orderbyvals[0] = Float8GetDatum(get_float8_nan());
+	}
+	so->stats.returned++;
+	return true;
+}
+
 bool
 gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 {
@@ -1460,11 +1563,23 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 			found = true;
 			break;
 		}
-		if (so->iterative == GATEANN_ITERATIVE_OFF ||
-			!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
+		if (so->iterative == GATEANN_ITERATIVE_OFF)
 			break;
+		if (!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
+		{
+			so->search_done = !so->budget_spent;
+			break;
+		}
 		search_round(scan);
 	}
+	/*
+	 * Rows without a distance come after every row the search can rank:
+	 * once the search has nothing left (not when it stopped at its budget,
+	 * or after its one round with iterative_scan = off), or at once when
+	 * there was no search.
+	 */
+	if (!found && so->tail.classes != 0 && so->search_done)
+		found = tail_tuple(scan);
 	if (!found && so->budget_spent)
 		report_budget_spent(scan);
 	collect_stats(so);

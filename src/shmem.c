@@ -253,8 +253,16 @@ gateann_shmem_clock(void)
 	return clock;
 }
 
+/* Did the load of e begin after `since`, e not being segment `except`? */
+static bool
+entry_loaded_since(const RegistryEntry *e, Oid dboid, Oid indexoid, uint64 since, uint32 except)
+{
+	return e->state != ENTRY_FREE && e->key.dboid == dboid && e->key.indexoid == indexoid &&
+		e->load_started > since && !(e->state == ENTRY_READY && e->handle == except);
+}
+
 bool
-gateann_shmem_loaded_since(Oid dboid, Oid indexoid, uint64 since)
+gateann_shmem_loaded_since(Oid dboid, Oid indexoid, uint64 since, uint32 except)
 {
 	bool		found = false;
 	int			i;
@@ -266,15 +274,14 @@ gateann_shmem_loaded_since(Oid dboid, Oid indexoid, uint64 since)
 	{
 		RegistryEntry *e = &registry->entries[i];
 
-		found = e->state != ENTRY_FREE && e->key.dboid == dboid &&
-			e->key.indexoid == indexoid && e->load_started > since;
+		found = entry_loaded_since(e, dboid, indexoid, since, except);
 	}
 	LWLockRelease(registry->lock);
 	return found;
 }
 
 void
-gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since)
+gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since, uint32 except)
 {
 	if (registry == NULL)
 		return;
@@ -288,8 +295,7 @@ gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since)
 		{
 			RegistryEntry *e = &registry->entries[i];
 
-			if (e->state == ENTRY_FREE || e->key.dboid != dboid ||
-				e->key.indexoid != indexoid || e->load_started <= since)
+			if (!entry_loaded_since(e, dboid, indexoid, since, except))
 				continue;
 			if (e->state == ENTRY_READY)
 				entry_remove(e);
@@ -501,109 +507,143 @@ make_room(Size bytes)
 	}
 }
 
-void *
-gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
-				  GateannStoreLoader loader, void *arg)
+/* What registry_lookup found for a key */
+typedef enum LookupResult
+{
+	LOOKUP_READY,				/* a ready store: *handle, *generation set */
+	LOOKUP_LOADING,				/* another backend is loading it: wait */
+	LOOKUP_CLAIMED,				/* nobody has it: *claimed is ours to load */
+	LOOKUP_NONE					/* nobody has it, and we do not load it */
+} LookupResult;
+
+/*
+ * One look at the registry for the store of key with room for `needed`
+ * nodes.  With `load` (and room under the budget: make_room) a missing
+ * store is claimed for loading by this backend; an older build, store
+ * shape or outgrown store of the same index is removed then.  A loading
+ * entry whose loader died is taken over (load) or freed.  On
+ * LOOKUP_LOADING the caller sleeps on the registry's condition variable,
+ * prepared under the lock so that no broadcast is missed.
+ */
+static LookupResult
+registry_lookup(const GateannStoreKey *key, uint32 needed, Size bytes, bool load,
+				GateannShmemRef *ref, RegistryEntry **claimed)
 {
 	RegistryEntry *entry = NULL;
-	dsm_segment *seg;
+	RegistryEntry *free_entry = NULL;
 	int			i;
-	void	   *addr;
 
-	if (registry == NULL)
-		return NULL;
-	drop_stale_mappings();
-
-	for (;;)
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	for (i = 0; i < REGISTRY_ENTRIES; i++)
 	{
-		RegistryEntry *free_entry = NULL;
-		bool		wait = false;
+		RegistryEntry *e = &registry->entries[i];
 
-		LWLockAcquire(registry->lock, LW_EXCLUSIVE);
-		for (i = 0; i < REGISTRY_ENTRIES; i++)
+		/* a load of another store whose loader died: gone for good */
+		if (entry_abandoned(e) && !gateann_store_key_equal(&e->key, key))
+			memset(e, 0, sizeof(*e));
+		if (e->state == ENTRY_FREE)
 		{
-			RegistryEntry *e = &registry->entries[i];
-
-			/* a load of another store whose loader died: gone for good */
-			if (entry_abandoned(e) && !gateann_store_key_equal(&e->key, key))
-				memset(e, 0, sizeof(*e));
-			if (e->state == ENTRY_FREE)
-			{
-				if (free_entry == NULL)
-					free_entry = e;
-				continue;
-			}
-			if (gateann_store_key_equal(&e->key, key) &&
-				(e->key.capacity >= needed || e->state == ENTRY_LOADING))
-			{
-				/* (a store being loaded is waited for, then checked again) */
-				entry = e;
-				break;
-			}
-			/* an older build, store shape or outgrown store of the index */
-			if (e->state == ENTRY_READY && e->key.dboid == key->dboid &&
-				e->key.indexoid == key->indexoid)
-			{
-				entry_remove(e);
-				if (free_entry == NULL)
-					free_entry = e;
-			}
-		}
-
-		if (entry != NULL && entry->state == ENTRY_READY)
-		{
-			dsm_handle	handle = entry->handle;
-
-			entry->last_used = ++registry->clock;
-			LWLockRelease(registry->lock);
-			addr = map_segment(handle);
-			if (addr != NULL)
-				return addr;
-			entry = NULL;
-			continue;			/* evicted between the lock and the attach */
-		}
-		if (entry != NULL && entry->state == ENTRY_LOADING)
-		{
-			if (pid_alive(entry->loader_pid))
-				wait = true;
-			else
-				entry->loader_pid = MyProcPid;	/* loader died: take over */
-		}
-		else
-		{
-			/* not there: claim a slot for loading */
-			if (free_entry == NULL || !make_room(bytes))
-			{
-				LWLockRelease(registry->lock);
-				ereport(NOTICE,
-						(errmsg("gateann: the in-memory stores of this index (%zu kB) do not fit gateann.max_shared_memory (%d MB) or its registry; using a private copy",
-								(bytes + 1023) / 1024, gateann_max_shared_memory_mb),
-						 errhint("Raise gateann.max_shared_memory: a private copy larger than it is read again by every transaction.")));
-				return NULL;
-			}
-			entry = free_entry;
-			entry->key = *key;
-			entry->state = ENTRY_LOADING;
-			entry->loader_pid = MyProcPid;
-			entry->bytes = bytes;
-			entry->last_used = ++registry->clock;
-			entry->load_started = entry->last_used;
-		}
-
-		if (wait)
-		{
-			ConditionVariablePrepareToSleep(&registry->cv);
-			LWLockRelease(registry->lock);
-			ConditionVariableTimedSleep(&registry->cv, 1000, PG_WAIT_EXTENSION);
-			ConditionVariableCancelSleep();
-			entry = NULL;
+			if (free_entry == NULL)
+				free_entry = e;
 			continue;
 		}
-		LWLockRelease(registry->lock);
-		break;
+		if (gateann_store_key_equal(&e->key, key) &&
+			(e->key.capacity >= needed || e->state == ENTRY_LOADING))
+		{
+			/* (a store being loaded is waited for, then checked again) */
+			entry = e;
+			break;
+		}
+		/* an older build, store shape or outgrown store of the index */
+		if (load && e->state == ENTRY_READY && e->key.dboid == key->dboid &&
+			e->key.indexoid == key->indexoid)
+		{
+			entry_remove(e);
+			if (free_entry == NULL)
+				free_entry = e;
+		}
 	}
 
-	/* We are the loader of `entry`. */
+	if (entry != NULL && entry->state == ENTRY_READY)
+	{
+		entry->last_used = ++registry->clock;
+		ref->handle = entry->handle;
+		/* removing the entry bumps it, under the exclusive lock we hold */
+		ref->generation = registry->generation;
+		LWLockRelease(registry->lock);
+		return LOOKUP_READY;
+	}
+	if (entry != NULL && pid_alive(entry->loader_pid))
+	{
+		ConditionVariablePrepareToSleep(&registry->cv);
+		LWLockRelease(registry->lock);
+		return LOOKUP_LOADING;
+	}
+	if (entry != NULL && load)
+	{
+		entry->loader_pid = MyProcPid;	/* its loader died: take over */
+		*claimed = entry;
+		LWLockRelease(registry->lock);
+		return LOOKUP_CLAIMED;
+	}
+	if (entry != NULL)
+		memset(entry, 0, sizeof(*entry));	/* its loader died; we only look */
+	else if (load && free_entry != NULL && make_room(bytes))
+	{
+		entry = free_entry;
+		entry->key = *key;
+		entry->state = ENTRY_LOADING;
+		entry->loader_pid = MyProcPid;
+		entry->bytes = bytes;
+		entry->last_used = ++registry->clock;
+		entry->load_started = entry->last_used;
+		*claimed = entry;
+		LWLockRelease(registry->lock);
+		return LOOKUP_CLAIMED;
+	}
+	LWLockRelease(registry->lock);
+	ConditionVariableBroadcast(&registry->cv);
+	return LOOKUP_NONE;
+}
+
+/* Give back an entry we claimed but did not load. */
+static void
+release_claim(RegistryEntry *entry)
+{
+	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
+	memset(entry, 0, sizeof(*entry));
+	LWLockRelease(registry->lock);
+	ConditionVariableBroadcast(&registry->cv);
+}
+
+/* gateann.load_delay: hold the load, interruptibly (a termination leaves through release_own_loads) */
+static void
+load_delay(void)
+{
+	TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
+													gateann_load_delay_ms);
+	long		left;
+
+	while ((left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 left, WAIT_EVENT_PG_SLEEP);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Load the store of the entry we claimed into a new segment and publish
+ * it; its address, or NULL if no segment could be created (the claim is
+ * given back: the caller keeps a private copy).
+ */
+static void *
+load_claimed(RegistryEntry *entry, Size bytes, GateannStoreLoader loader, void *arg,
+			 GateannShmemRef *ref)
+{
+	dsm_segment *seg;
+
 	if (!exit_callback_registered)
 	{
 		before_shmem_exit(release_own_loads, 0);
@@ -612,10 +652,7 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 	seg = dsm_create(bytes, DSM_CREATE_NULL_IF_MAXSEGMENTS);
 	if (seg == NULL)
 	{
-		LWLockAcquire(registry->lock, LW_EXCLUSIVE);
-		memset(entry, 0, sizeof(*entry));
-		LWLockRelease(registry->lock);
-		ConditionVariableBroadcast(&registry->cv);
+		release_claim(entry);
 		if (!warned_dsm)
 			ereport(WARNING,
 					(errmsg("gateann could not create a dynamic shared memory segment of %zu bytes; using a private copy of the index stores",
@@ -628,28 +665,12 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 	PG_TRY();
 	{
 		if (gateann_load_delay_ms > 0)
-		{
-			TimestampTz until = TimestampTzPlusMilliseconds(GetCurrentTimestamp(),
-															gateann_load_delay_ms);
-			long		left;
-
-			/* interruptible: a termination here leaves through release_own_loads */
-			while ((left = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), until)) > 0)
-			{
-				(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-								 left, WAIT_EVENT_PG_SLEEP);
-				ResetLatch(MyLatch);
-				CHECK_FOR_INTERRUPTS();
-			}
-		}
+			load_delay();
 		loader(dsm_segment_address(seg), bytes, arg);
 	}
 	PG_CATCH();
 	{
-		LWLockAcquire(registry->lock, LW_EXCLUSIVE);
-		memset(entry, 0, sizeof(*entry));
-		LWLockRelease(registry->lock);
-		ConditionVariableBroadcast(&registry->cv);
+		release_claim(entry);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -660,10 +681,50 @@ gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
 	entry->handle = dsm_segment_handle(seg);
 	entry->state = ENTRY_READY;
 	entry->loader_pid = 0;
+	ref->handle = entry->handle;
+	ref->generation = registry->generation;
 	LWLockRelease(registry->lock);
 	ConditionVariableBroadcast(&registry->cv);
 
 	return remember_mapping(seg);
+}
+
+void *
+gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
+				  GateannStoreLoader loader, void *arg, GateannShmemRef *ref)
+{
+	if (registry == NULL)
+		return NULL;
+	drop_stale_mappings();
+
+	for (;;)
+	{
+		RegistryEntry *claimed;
+		void	   *addr;
+
+		switch (registry_lookup(key, needed, bytes, loader != NULL, ref, &claimed))
+		{
+			case LOOKUP_READY:
+				addr = map_segment(ref->handle);
+				if (addr != NULL)
+					return addr;
+				break;			/* evicted between the lock and the attach */
+			case LOOKUP_LOADING:
+				ConditionVariableTimedSleep(&registry->cv, 1000, PG_WAIT_EXTENSION);
+				ConditionVariableCancelSleep();
+				break;
+			case LOOKUP_CLAIMED:
+				return load_claimed(claimed, bytes, loader, arg, ref);
+			case LOOKUP_NONE:
+				if (loader != NULL)
+					ereport(NOTICE,
+							(errmsg("gateann: the in-memory stores of this index (%zu kB) do not fit gateann.max_shared_memory (%d MB) or its registry; using a private copy",
+									(bytes + 1023) / 1024, gateann_max_shared_memory_mb),
+							 errhint("Raise gateann.max_shared_memory: a private copy larger than it is read again by every transaction.")));
+				return NULL;
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 bool

@@ -60,6 +60,17 @@ extern bool gateann_store_key_equal(const GateannStoreKey *a, const GateannStore
 typedef void (*GateannStoreLoader) (void *dest, Size bytes, void *arg);
 
 /*
+ * Which registered segment a backend found, and when (see
+ * gateann_shmem_generation): until the generation moves on, it has not been
+ * removed.
+ */
+typedef struct GateannShmemRef
+{
+	uint32		generation;
+	uint32		handle;			/* its dsm_handle */
+} GateannShmemRef;
+
+/*
  * The shared copy of the store for key with room for at least `needed`
  * nodes: mapped into this backend, loaded by `loader` into a segment of
  * `bytes` (for key->capacity nodes; by exactly one backend, others wait) if
@@ -67,30 +78,33 @@ typedef void (*GateannStoreLoader) (void *dest, Size bytes, void *arg);
  * removed first.
  * Returns NULL if shared memory cannot be used (not preloaded, segment
  * creation failed: then a WARNING was raised once); the caller keeps a
- * private copy instead.
+ * private copy instead.  With loader NULL it only finds a store (waiting
+ * for one being loaded) and returns NULL when there is none.  *ref is set
+ * to the segment found and the generation while it was registered.
  */
 extern void *gateann_shmem_get(const GateannStoreKey *key, uint32 needed, Size bytes,
-							   GateannStoreLoader loader, void *arg);
+							   GateannStoreLoader loader, void *arg, GateannShmemRef *ref);
 
 /*
- * Bumped whenever a shared store is removed.  A writer that updated a store
- * reads it before and after: if it changed, the store may be gone and the
- * update must be applied to the current one.
+ * Bumped whenever a shared store is removed: a handle on a store found at
+ * an earlier generation must be looked up again before it is trusted.
  */
 extern uint32 gateann_shmem_generation(void);
 
 /*
  * The registry's clock, and: forget the shared stores of an index whose
- * load began after `since` (a value of the clock), waiting for those being
- * loaded to finish first.  For a writer (VACUUM) that mirrors its page
- * changes into the store it got: a store loaded meanwhile may have read
- * pages from before some of them, and the next user then loads one from
- * the pages as they are.
+ * load began after `since` (a value of the clock), but the segment
+ * `except` (the writer's own; 0: none), waiting for those being loaded to
+ * finish first.  For a writer (VACUUM) that mirrors its page changes into
+ * the store it got: a store loaded meanwhile may have read pages from
+ * before some of them, and the next user then loads one from the pages as
+ * they are.
  */
 extern uint64 gateann_shmem_clock(void);
-extern void gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since);
-/* Has a store of the index begun loading after `since`? */
-extern bool gateann_shmem_loaded_since(Oid dboid, Oid indexoid, uint64 since);
+extern void gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since,
+											  uint32 except);
+/* Has a store of the index other than `except` begun loading after `since`? */
+extern bool gateann_shmem_loaded_since(Oid dboid, Oid indexoid, uint64 since, uint32 except);
 
 /* Is a shared store for key loaded (for gateann_index_info)?  Its size. */
 extern bool gateann_shmem_lookup(const GateannStoreKey *key, Size *bytes);

@@ -41,6 +41,13 @@ static bool private_callback_registered = false;
 static GateannStore *shared_handles = NULL;
 static LocalTransactionId shared_handles_lxid = InvalidLocalTransactionId;
 
+/* The segment of a shared store, 0 for a private one or none */
+static inline uint32
+store_segment(const GateannStore *s)
+{
+	return s != NULL && s->shared ? s->ref.handle : 0;
+}
+
 Size
 gateann_store_pq_bytes(uint32 nnodes, int dims, int m)
 {
@@ -108,6 +115,8 @@ store_layout(GateannStoreHeader *h, const GateannMetaPageData *meta, int r_max,
 	h->neighbors_off = off;
 	off += MAXALIGN(gateann_store_neighbor_bytes(capacity, r_max));
 	h->present_off = off;
+	off += MAXALIGN(bitmap_bytes);
+	h->tail_off = off;
 	off += MAXALIGN(bitmap_bytes);
 	h->deleted_off = off;
 	off += MAXALIGN(bitmap_bytes);
@@ -304,9 +313,16 @@ load_record(LoadArgs *a, char *base, uint32 id, const char *rec_start,
 		row[0] = 0;
 		return;
 	}
-	row[0] = (uint32) n;
 	if (hdr.flags & GATEANN_NODE_DELETED)
 		bitmap_set((pg_atomic_uint32 *) (base + h->deleted_off), id);
+	if (hdr.flags & GATEANN_NODE_TAIL)
+	{
+		/* outside the graph: its filter codes only */
+		row[0] = 0;
+		bitmap_set((pg_atomic_uint32 *) (base + h->tail_off), id);
+		return;
+	}
+	row[0] = (uint32) n;
 	bitmap_set((pg_atomic_uint32 *) (base + h->present_off), id);
 }
 
@@ -399,6 +415,7 @@ load_store(void *dest, Size bytes, void *arg)
 	for (i = 0; i < ((Size) h->capacity + 31) / 32; i++)
 	{
 		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->present_off) + i, 0);
+		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->tail_off) + i, 0);
 		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->deleted_off) + i, 0);
 	}
 	for (i = 0; i < h->node_blocks; i++)
@@ -408,12 +425,15 @@ load_store(void *dest, Size bytes, void *arg)
 	pg_atomic_init_u32(&((GateannStoreHeader *) base)->caught_up, meta->nnodes);
 	pg_atomic_init_u64(&((GateannStoreHeader *) base)->reuse_seen, meta->reuse_count);
 	pg_atomic_init_u32(&((GateannStoreHeader *) base)->refreshing, 0);
-	/* (an index set up by its first insert has a codebook before any node) */
-	if (meta->dims == 0 || meta->codebook_pages == 0)
+	/*
+	 * (an index set up by its first insert has a codebook before any node;
+	 * one that has seen no vector yet holds tail records only)
+	 */
+	if (meta->nnodes == 0 && meta->codebook_pages == 0)
 		return;
-
-	read_chunked(a->index, meta->codebook_start, GATEANN_PAGE_CODEBOOK, "codebook",
-				 base + a->layout.codebook_off, gateann_pq_codebook_bytes(meta->dims));
+	if (meta->dims > 0)
+		read_chunked(a->index, meta->codebook_start, GATEANN_PAGE_CODEBOOK, "codebook",
+					 base + a->layout.codebook_off, gateann_pq_codebook_bytes(meta->dims));
 	if (meta->nfilter > 0)
 	{
 		int			c;
@@ -471,6 +491,7 @@ store_attach(GateannStore *s, void *base)
 	s->codes = (uint8 *) b + h->codes_off;
 	s->neighbors = (uint32 *) (b + h->neighbors_off);
 	s->present = (pg_atomic_uint32 *) (b + h->present_off);
+	s->tail = (pg_atomic_uint32 *) (b + h->tail_off);
 	s->deleted = (pg_atomic_uint32 *) (b + h->deleted_off);
 	s->marks = (pg_atomic_uint64 *) (b + h->marks_off);
 	s->rowlocks = (pg_atomic_uint32 *) (b + h->rowlocks_off);
@@ -587,12 +608,6 @@ private_evict(const GateannStoreKey *key, Size incoming)
 	}
 }
 
-uint32
-gateann_store_generation(void)
-{
-	return gateann_shmem_generation();
-}
-
 uint64
 gateann_store_clock(void)
 {
@@ -600,15 +615,17 @@ gateann_store_clock(void)
 }
 
 bool
-gateann_store_reloaded_since(Relation index, uint64 since)
+gateann_store_reloaded_since(Relation index, uint64 since, const GateannStore *own)
 {
-	return gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(index), since);
+	return gateann_shmem_loaded_since(MyDatabaseId, RelationGetRelid(index), since,
+									  store_segment(own));
 }
 
 void
-gateann_store_forget_reloaded_since(Relation index, uint64 since)
+gateann_store_forget_reloaded_since(Relation index, uint64 since, const GateannStore *own)
 {
-	gateann_shmem_forget_loaded_since(MyDatabaseId, RelationGetRelid(index), since);
+	gateann_shmem_forget_loaded_since(MyDatabaseId, RelationGetRelid(index), since,
+									  store_segment(own));
 }
 
 /*
@@ -688,9 +705,10 @@ store_catch_up(GateannStore *s, Relation index, const GateannMetaPageData *meta)
 	{
 		uint32		end;
 
-		if (gateann_store_has(s, id))
+		if (gateann_store_has(s, id) || gateann_store_is_tail(s, id))
 			continue;
-		for (end = id + 1; end < to && !gateann_store_has(s, end); end++)
+		for (end = id + 1;
+			 end < to && !gateann_store_has(s, end) && !gateann_store_is_tail(s, end); end++)
 			;
 		if (!setup)
 		{
@@ -800,11 +818,18 @@ refresh_from_page(GateannStore *s, Relation index, const GateannMetaPageData *me
 		return;
 	}
 	gateann_store_set_node(s, index, meta, id, rec);
-	gateann_store_set_neighbors(s, id, GateannRecordNeighbors(meta, rec), hdr->nneighbors);
 	if (hdr->flags & GATEANN_NODE_DELETED)
 		gateann_store_set_deleted(s, id);
 	else
 		gateann_store_clear_deleted(s, id);
+	if (hdr->flags & GATEANN_NODE_TAIL)
+	{
+		gateann_store_set_free(s, id);	/* not in the graph ... */
+		gateann_store_set_tail(s, id);	/* ... a tail record */
+		return;
+	}
+	gateann_store_set_neighbors(s, id, GateannRecordNeighbors(meta, rec), hdr->nneighbors);
+	pg_atomic_fetch_and_u32(&s->tail[id >> 5], ~(1U << (id & 31)));
 	gateann_store_set_present(s, id);
 }
 
@@ -866,21 +891,84 @@ store_refresh_reused(GateannStore *s, Relation index, const GateannMetaPageData 
 	PG_END_TRY();
 }
 
-static GateannStore *
-shared_handle_lookup(const GateannStoreKey *key, uint32 needed)
+/* Handles of an earlier transaction are forgotten: their memory is gone */
+static void
+shared_handles_start_xact(void)
 {
-	GateannStore *s;
-
 	if (shared_handles_lxid != GATEANN_MY_LXID())
 	{
-		/* handles of an earlier transaction: their memory is gone */
 		shared_handles = NULL;
 		shared_handles_lxid = GATEANN_MY_LXID();
 	}
-	for (s = shared_handles; s != NULL; s = s->next)
+}
+
+/*
+ * A handle of this transaction on the shared store for key.  A handle found
+ * before the registry's generation moved is not trusted: its store may have
+ * been removed and a new one loaded that writers now update instead, so it
+ * is looked up again.  (Scans that hold it keep reading it: its mapping
+ * lasts until the transaction ends.)
+ */
+static GateannStore *
+shared_handle_lookup(const GateannStoreKey *key, uint32 needed)
+{
+	GateannStore **prev;
+	GateannStore *s;
+	uint32		generation = gateann_shmem_generation();
+
+	shared_handles_start_xact();
+	prev = &shared_handles;
+	while ((s = *prev) != NULL)
+	{
+		if (s->ref.generation != generation)
+		{
+			*prev = s->next;
+			continue;
+		}
 		if (gateann_store_key_equal(&s->key, key) && s->capacity >= needed)
 			return s;
+		prev = &s->next;
+	}
 	return NULL;
+}
+
+/* A handle for this transaction on the shared store mapped at base */
+static GateannStore *
+shared_handle_new(const GateannStoreKey *key, void *base, const GateannShmemRef *ref)
+{
+	GateannStore *s;
+
+	shared_handles_start_xact();
+	/* it lives for the transaction, like the mapping's use count */
+	s = store_handle(TopTransactionContext, key, true, base);
+	s->ref = *ref;
+	s->next = shared_handles;
+	shared_handles = s;
+	return s;
+}
+
+GateannStore *
+gateann_store_next_reloaded(Relation index, const GateannMetaPageData *meta,
+							const GateannStore *written, uint64 *since)
+{
+	GateannStoreKey key;
+
+	store_key(&key, index, meta);
+	for (;;)
+	{
+		uint64		now = gateann_shmem_clock();
+		GateannShmemRef ref;
+		void	   *base;
+
+		if (!gateann_shmem_loaded_since(key.dboid, key.indexoid, *since, store_segment(written)))
+			return NULL;
+		*since = now;
+		/* (one that began loading after `now` is found by the next call) */
+		base = gateann_shmem_get(&key, meta->nnodes + 1, 0, NULL, NULL, &ref);
+		if (base == NULL || ref.handle == store_segment(written))
+			continue;			/* gone again, or the one written */
+		return shared_handle_new(&key, base, &ref);
+	}
 }
 
 GateannStore *
@@ -890,6 +978,7 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	LoadArgs	args;
 	GateannStore *s;
 	void	   *base;
+	GateannShmemRef ref;
 	MemoryContext cxt;
 
 	store_key(&key, index, meta);
@@ -902,6 +991,15 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	}
 	if ((s = private_lookup(&key)) != NULL && meta->nnodes < s->capacity)
 	{
+		/*
+		 * A copy kept from a time when the store did not fit the shared
+		 * budget serves only while no shared store exists: writers update a
+		 * shared store in place, and this backend's own changes must reach
+		 * it too (the copy ages out of the private list).
+		 */
+		base = gateann_shmem_get(&key, meta->nnodes + 1, 0, NULL, NULL, &ref);
+		if (base != NULL)
+			s = shared_handle_new(&key, base, &ref);
 		store_catch_up(s, index, meta);
 		store_refresh_reused(s, index, meta);
 		return s;
@@ -913,13 +1011,11 @@ gateann_store_get(Relation index, const GateannMetaPageData *meta)
 	args.meta = meta;
 	store_layout(&args.layout, meta, key.tunnel_neighbors, key.capacity);
 
-	base = gateann_shmem_get(&key, meta->nnodes + 1, args.layout.total, load_store, &args);
+	base = gateann_shmem_get(&key, meta->nnodes + 1, args.layout.total, load_store, &args,
+							 &ref);
 	if (base != NULL)
 	{
-		/* handle lives for the transaction, like the mapping's use count */
-		s = store_handle(TopTransactionContext, &key, true, base);
-		s->next = shared_handles;
-		shared_handles = s;
+		s = shared_handle_new(&key, base, &ref);
 		store_catch_up(s, index, meta);
 		store_refresh_reused(s, index, meta);
 		return s;
@@ -1063,6 +1159,13 @@ gateann_store_set_present(GateannStore *s, uint32 id)
 }
 
 void
+gateann_store_set_tail(GateannStore *s, uint32 id)
+{
+	pg_write_barrier();			/* filter codes before the bit */
+	bitmap_set(s->tail, id);
+}
+
+void
 gateann_store_set_deleted(GateannStore *s, uint32 id)
 {
 	if (id < s->capacity)
@@ -1084,6 +1187,7 @@ gateann_store_set_free(GateannStore *s, uint32 id)
 	if (id >= s->capacity)
 		return;
 	pg_atomic_fetch_and_u32(&s->present[id >> 5], ~(1U << (id & 31)));
+	pg_atomic_fetch_and_u32(&s->tail[id >> 5], ~(1U << (id & 31)));
 	gateann_store_set_neighbors(s, id, none, 0);
 }
 
@@ -1108,6 +1212,17 @@ gateann_store_edit_finish(GateannStore *s, const GateannMetaPageData *meta,
 	gateann_record_finish_change(ed);
 	for (i = 0; i < ed->npages; i++)
 		gateann_store_page_changed(s, meta, index, ed->bufs[i]);
+}
+
+void
+gateann_store_write_list(GateannStore *s, const GateannMetaPageData *meta, Relation index,
+						 GateannRecordEdit *ed, uint32 id, uint16 flags, const uint32 *list,
+						 int n)
+{
+	gateann_record_begin_change(index, ed, InvalidBuffer);
+	gateann_record_put_list(meta, ed, flags, list, n);
+	gateann_store_edit_finish(s, meta, index, ed);
+	gateann_store_set_neighbors(s, id, list, n);
 }
 
 void

@@ -45,6 +45,7 @@ typedef struct GateannStoreHeader
 	Size		codes_off;
 	Size		neighbors_off;
 	Size		present_off;
+	Size		tail_off;
 	Size		deleted_off;
 	Size		marks_off;
 	Size		rowlocks_off;
@@ -76,12 +77,16 @@ typedef struct GateannStore
 	uint8	   *codes;
 	uint32	   *neighbors;		/* stride 1 + R_max */
 	pg_atomic_uint32 *present;	/* bitmap: node's entries are complete */
+	pg_atomic_uint32 *tail;		/* bitmap: a tail record's filter codes are
+								 * complete (never present: not in the graph) */
 	pg_atomic_uint32 *deleted;	/* bitmap: node is known deleted */
 	pg_atomic_uint64 *marks;	/* per node block: LSN the file must reach */
 	pg_atomic_uint32 *rowlocks;
 	const char *dict;			/* filter-column dictionaries */
 	uint8	   *filter_cols[GATEANN_MAX_FILTER_COLS];	/* filter store */
 
+	GateannShmemRef ref;		/* shared: its segment, and the registry's
+								 * generation while it was registered */
 	MemoryContext cxt;			/* private copies only */
 	LocalTransactionId used_lxid;	/* private: last transaction that got it */
 	bool		check_exists;	/* private: its index may have been dropped */
@@ -106,22 +111,30 @@ extern void gateann_store_forget_index(Relation index);
 
 /*
  * For writers that mirror their page changes into the store they got (the
- * shared registry behind it, shmem.c, is store.c's alone):
+ * shared registry behind it, shmem.c, is store.c's alone).  A shared store
+ * of the index that began loading after the writer got its own (evicted
+ * meanwhile, or one the writer could not use: it kept a private copy) may
+ * have read pages from before the writer's changes.  A writer notes
+ * gateann_store_clock() before it calls gateann_store_get, and when its
+ * pages are written:
  *
- * gateann_store_generation changes whenever a shared store is removed: an
- * insert that updated a store reads it before and after, and if it changed,
- * applies its update to the current store too.
- *
- * gateann_store_clock, gateann_store_reloaded_since and
- * gateann_store_forget_reloaded_since: a store of the index loaded after
- * `since` (a value of the clock) may have read pages from before some of
- * VACUUM's changes; VACUUM asks, and drops such stores (the next user loads
- * one from the pages as they are).
+ * - an insert applies its changes again to every store
+ *   gateann_store_next_reloaded returns (NULL when none is left; it waits
+ *   for a store being loaded, it never loads one; `written` is the store
+ *   already written, or NULL; *since moves on with each call);
+ * - VACUUM drops such stores (gateann_store_reloaded_since,
+ *   gateann_store_forget_reloaded_since, `own` being its own store, which it
+ *   may have loaded itself: not counted): the next user loads one from the
+ *   pages as they are.
  */
-extern uint32 gateann_store_generation(void);
 extern uint64 gateann_store_clock(void);
-extern bool gateann_store_reloaded_since(Relation index, uint64 since);
-extern void gateann_store_forget_reloaded_since(Relation index, uint64 since);
+extern GateannStore *gateann_store_next_reloaded(Relation index,
+												 const GateannMetaPageData *meta,
+												 const GateannStore *written,
+												 uint64 *since);
+extern bool gateann_store_reloaded_since(Relation index, uint64 since, const GateannStore *own);
+extern void gateann_store_forget_reloaded_since(Relation index, uint64 since,
+												const GateannStore *own);
 
 /*
  * Is the current store of `index` loaded (shared, or privately in this
@@ -150,6 +163,23 @@ gateann_store_has(const GateannStore *s, uint32 id)
 	has = (pg_atomic_read_u32(&s->present[id >> 5]) & (1U << (id & 31))) != 0;
 	pg_read_barrier();			/* entries are read after the bit */
 	return has;
+}
+
+/*
+ * Is id a tail record the store holds (its filter codes)?  Tail records
+ * are never present: every walk, list and pass over present ids leaves
+ * them out (gateann.h, GATEANN_NODE_TAIL).
+ */
+static inline bool
+gateann_store_is_tail(const GateannStore *s, uint32 id)
+{
+	bool		tail;
+
+	if (id >= s->capacity)
+		return false;
+	tail = (pg_atomic_read_u32(&s->tail[id >> 5]) & (1U << (id & 31))) != 0;
+	pg_read_barrier();			/* filter codes are read after the bit */
+	return tail;
 }
 
 static inline bool
@@ -247,12 +277,15 @@ extern void gateann_store_set_neighbors(GateannStore *s, uint32 id,
 /* Publish id: its entries are complete (after set_node/set_neighbors). */
 extern void gateann_store_set_present(GateannStore *s, uint32 id);
 
+/* Publish id as a tail record: its filter codes are complete (after set_node). */
+extern void gateann_store_set_tail(GateannStore *s, uint32 id);
+
 extern void gateann_store_set_deleted(GateannStore *s, uint32 id);
 
 /* A slot was reused: its old deleted bit goes (before set_present). */
 extern void gateann_store_clear_deleted(GateannStore *s, uint32 id);
 
-/* VACUUM freed id's slot: no longer present, empty row. */
+/* VACUUM freed id's slot: no longer present (nor a tail record), empty row. */
 extern void gateann_store_set_free(GateannStore *s, uint32 id);
 
 /*
@@ -269,6 +302,16 @@ extern void gateann_store_page_changed(GateannStore *s, const GateannMetaPageDat
 struct GateannRecordEdit;
 extern void gateann_store_edit_finish(GateannStore *s, const GateannMetaPageData *meta,
 									  Relation index, struct GateannRecordEdit *ed);
+
+/*
+ * Rewrite id's neighbor list (its record locked in ed by the caller,
+ * gateann_record_lock) under one WAL record, keeping `flags`, and mirror it
+ * into the store's row while the record is still locked: the store changes
+ * in the same order as the pages.
+ */
+extern void gateann_store_write_list(GateannStore *s, const GateannMetaPageData *meta,
+									 Relation index, struct GateannRecordEdit *ed, uint32 id,
+									 uint16 flags, const uint32 *list, int n);
 
 /*
  * A writer changed node block blkno_in_nodes; the file holds the change once

@@ -45,6 +45,7 @@
 #include "commands/vacuum.h"
 #include "miscadmin.h"
 #include "storage/bufmgr.h"
+#include "storage/lmgr.h"
 #include "utils/float.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -70,6 +71,7 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	uint32		id = 0;
 	uint32		newly_deleted = 0;
 	double		live = 0;
+	LOCKMODE	lockmode = NoLock;
 
 	GateannStore *store = NULL;
 	bool		shared;
@@ -79,7 +81,19 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 	if (stats == NULL)
 		stats = palloc0(sizeof(IndexBulkDeleteResult));
 
+	/*
+	 * An index that has seen no vector yet is laid out again by its first
+	 * one, which copies the tail records it holds (retrain.c, bootstrap):
+	 * hold that off while flags are set here, or a record copied before its
+	 * flag was set would keep a heap TID this VACUUM frees.
+	 */
 	gateann_read_meta(index, &meta);
+	if (meta.dims == 0)
+	{
+		lockmode = ShareLock;
+		LockPage(index, GATEANN_METAPAGE_BLKNO, lockmode);
+		gateann_read_meta(index, &meta);
+	}
 	/* scans skip deleted nodes' reads: tell a loaded store (never load one) */
 	since = gateann_store_clock();
 	if (gateann_store_loaded(index, &meta, &shared, &bytes))
@@ -144,7 +158,9 @@ gateann_bulkdelete(IndexVacuumInfo *info, IndexBulkDeleteResult *stats,
 		FlushRelationBuffers(index);
 	}
 	/* a store loaded meanwhile may have read pages from before these changes */
-	gateann_store_forget_reloaded_since(index, since);
+	gateann_store_forget_reloaded_since(index, since, store);
+	if (lockmode != NoLock)
+		UnlockPage(index, GATEANN_METAPAGE_BLKNO, lockmode);
 
 	stats->num_pages = RelationGetNumberOfBlocks(index);
 	stats->num_index_tuples = live;
@@ -673,10 +689,7 @@ repair_lists(Consolidation *c)
 			MemoryContextReset(c->node_cxt);
 			continue;
 		}
-		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
-		gateann_record_put_list(meta, &ed, hdr.flags, newlist, nn);
-		gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
-		gateann_store_set_neighbors(c->store, id, newlist, nn);
+		gateann_store_write_list(c->store, meta, c->index, &ed, id, hdr.flags, newlist, nn);
 		gateann_record_unlock(&ed);
 		c->locked = false;
 		MemoryContextSwitchTo(oldcxt);
@@ -839,12 +852,7 @@ add_link(Consolidation *c, uint32 from, uint32 to)
 		(n = gateann_prefix_link(list, n, meta->max_neighbors, to,
 								 Max(c->store->tunnel_neighbors, 1),
 								 c->prefix_indeg, c->prefix_indeg ? c->map_nodes : 0, out)) >= 0)
-	{
-		gateann_record_begin_change(c->index, &ed, InvalidBuffer);
-		gateann_record_put_list(meta, &ed, hdr.flags, out, n);
-		gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
-		gateann_store_set_neighbors(c->store, from, out, n);
-	}
+		gateann_store_write_list(c->store, meta, c->index, &ed, from, hdr.flags, out, n);
 	gateann_record_unlock(&ed);
 }
 
@@ -987,7 +995,7 @@ relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint
 		{
 			gateann_vacuum_delay_point();
 			/* our store was replaced: its rows no longer tell who is reached */
-			if (gateann_store_reloaded_since(c->index, since))
+			if (gateann_store_reloaded_since(c->index, since, c->store))
 				return false;
 		}
 		if (MAP_TEST(r.reached, id) || !gateann_store_has(c->store, id) ||
@@ -1132,7 +1140,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 		if (!gateann_reached(unreached, u) || !gateann_store_has(c->store, u) ||
 			gateann_store_is_deleted(c->store, u))
 			continue;
-		if (gateann_store_reloaded_since(c->index, since))
+		if (gateann_store_reloaded_since(c->index, since, c->store))
 			break;
 		/* reached by an earlier link? */
 		if (gateann_reached(r->reached, u))
@@ -1219,7 +1227,12 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	oldcxt = MemoryContextSwitchTo(cxt);
 	c.node_cxt = AllocSetContextCreate(cxt, "gateann repaired list",
 									   ALLOCSET_DEFAULT_SIZES);
-	/* (before: a store loaded right after ours must count as "since") */
+	/*
+	 * Before: a store loaded right after ours must count as "since"; ours,
+	 * which we may have loaded ourselves, does not (were it dropped,
+	 * relinking, which stops when its store was replaced, would never run
+	 * after a restart).
+	 */
 	since = gateann_store_clock();
 	c.store = gateann_store_get(c.index, &c.meta);
 	c.rec = palloc(c.meta.record_size);
@@ -1251,9 +1264,9 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	 * the index was loaded meanwhile, inserts went there, and ours misses
 	 * their edges.  Drop the stores loaded since and walk on a fresh one.
 	 */
-	if (gateann_store_reloaded_since(c.index, since))
+	if (gateann_store_reloaded_since(c.index, since, c.store))
 	{
-		gateann_store_forget_reloaded_since(c.index, since);
+		gateann_store_forget_reloaded_since(c.index, since, c.store);
 		since = gateann_store_clock();
 		gateann_read_meta(c.index, &c.meta);
 		c.store = gateann_store_get(c.index, &c.meta);
@@ -1263,7 +1276,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	if (RelationUsesLocalBuffers(c.index))
 		FlushRelationBuffers(c.index);
 	/* (as in gateann_bulkdelete) */
-	gateann_store_forget_reloaded_since(c.index, since);
+	gateann_store_forget_reloaded_since(c.index, since, c.store);
 	*repaired = c.repaired;
 	*relinked = c.relinked;
 

@@ -9,12 +9,15 @@
  * finite; each filter column's dictionary is well formed (entry lengths,
  * count, ascending order: gateann_filter_dictionary_problem); every record
  * (its node id; its check; neighbor count, neighbor ids in range, not
- * itself and not a freed slot; its heap TID within the table; its vector
- * indexable; its copies of the filter columns well formed); freed slots
+ * itself, not a freed slot, not a tail record; its heap TID within the
+ * table; its vector indexable, or none for a tail record, which has no
+ * neighbors and is no entry point; its copies of the filter columns well
+ * formed); freed slots
  * (no neighbors, at or past the free cursor, not the entry point); the
  * deleted and free counts; when this backend can see the index's in-memory
  * stores (shared, or its own private copy), that they agree with the
- * records (PQ code, neighbor store row, deleted bit); and that every live
+ * records (present, PQ code, filter codes, neighbor store row, deleted
+ * bit); and that every live
  * node is reachable from the entry points over the first R_max neighbors of
  * each list, what a search that tunnels follows.
  *
@@ -59,6 +62,10 @@ typedef struct VerifyState
 	BlockNumber heap_blocks;	/* of the table: no heap TID lies beyond */
 	GateannMetric metric;
 	GateannSlotType types[GATEANN_MAX_FILTER_COLS];
+	uint8	   *tail_map;		/* tail records (gateann.h) */
+	/* what the loader would make of a record's filter copies */
+	GateannFilterCoder *coder;
+	uint8	   *codes[GATEANN_MAX_FILTER_COLS];
 } VerifyState;
 
 static void
@@ -184,7 +191,8 @@ check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta
 		GateannNodeHeader *hdr = (GateannNodeHeader *) w.rec;
 		bool		all_dead = false;
 
-		if (gateann_reached(reached, id) || IS_FREE(free_map, id) || IS_FREE(deleted_map, id))
+		if (gateann_reached(reached, id) || IS_FREE(free_map, id) ||
+			IS_FREE(deleted_map, id) || IS_FREE(vs->tail_map, id))
 			continue;
 
 		/*
@@ -235,7 +243,7 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		if (id == meta->entry_point)
 			problem(vs, "node %u: the entry point is a free slot", id);
 		if (store != NULL && store->shared && !RecoveryInProgress() &&
-			gateann_store_has(store, id))
+			(gateann_store_has(store, id) || gateann_store_is_tail(store, id)))
 			problem(vs, "node %u: free slot present in the in-memory stores", id);
 		return;
 	}
@@ -251,6 +259,30 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 			 ItemPointerGetBlockNumberNoCheck(&hdr->heap_tid) >= vs->heap_blocks)
 		problem(vs, "node %u: heap TID %s beyond the table's %u blocks", id,
 				gateann_tid_string(&hdr->heap_tid), vs->heap_blocks);
+	if (hdr->flags & GATEANN_NODE_TAIL)
+	{
+		/* no vector (NULL), or a zero one: no neighbors, not in the graph */
+		int			d;
+
+		if ((hdr->flags & GATEANN_NODE_TAIL) == GATEANN_NODE_TAIL)
+			problem(vs, "node %u: tail record both of a NULL vector and of a zero one", id);
+		if ((hdr->flags & GATEANN_NODE_NO_DIRECTION) && vs->metric != GATEANN_METRIC_COSINE)
+			problem(vs, "node %u: tail record of a zero vector in an index that is not cosine",
+					id);
+		for (d = 0; d < meta->dims; d++)
+			if (GateannRecordVector(meta, rec)[d] != 0)
+			{
+				problem(vs, "node %u: tail record with a vector", id);
+				break;
+			}
+		if (hdr->nneighbors != 0)
+			problem(vs, "node %u: tail record with %u neighbors", id, hdr->nneighbors);
+		if (id == meta->entry_point)
+			problem(vs, "node %u: the entry point is a tail record", id);
+	}
+	else if (meta->dims == 0)
+		problem(vs, "node %u: not a tail record in an index that has seen no vector", id);
+	else
 	{
 		int			bad = gateann_first_unindexable(GateannRecordVector(meta, rec), meta->dims,
 													vs->metric);
@@ -282,6 +314,8 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 			problem(vs, "node %u: neighbor %d is the node itself", id, i);
 		else if (IS_FREE(free_map, nbrs[i]))
 			problem(vs, "node %u: neighbor %d is node %u, a free slot", id, i, nbrs[i]);
+		else if (IS_FREE(vs->tail_map, nbrs[i]))
+			problem(vs, "node %u: neighbor %d is node %u, a tail record", id, i, nbrs[i]);
 	}
 
 	if (store != NULL)
@@ -289,7 +323,8 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		int			n;
 		uint32		row[GATEANN_MAX_NEIGHBORS_LIMIT];
 
-		if (!gateann_store_has(store, id))
+		if (!((hdr->flags & GATEANN_NODE_TAIL) ? gateann_store_is_tail(store, id) :
+			  gateann_store_has(store, id)))
 		{
 			problem(vs, "node %u: missing from the in-memory stores", id);
 			return;
@@ -297,6 +332,19 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		if (memcmp(gateann_store_code(store, id), GateannRecordPQCode(meta, rec),
 				   store->code_bytes) != 0)
 			problem(vs, "node %u: in-memory PQ code differs from the record", id);
+		if (vs->coder != NULL)
+		{
+			gateann_filter_coder_code(vs->coder, (const uint8 *) GateannRecordFilter(meta, rec),
+									  0, vs->codes);
+			for (i = 0; i < meta->nfilter; i++)
+			{
+				int			width = gateann_filter_store_width(&meta->filter[i]);
+
+				if (memcmp(store->filter_cols[i] + (Size) id * width, vs->codes[i], width) != 0)
+					problem(vs, "node %u: in-memory filter code of column %d differs from the record",
+							id, i + 2);
+			}
+		}
 
 		/*
 		 * Rows are kept current by writers in a shared store only: private
@@ -332,6 +380,7 @@ gateann_verify(PG_FUNCTION_ARGS)
 	LOCKMODE	lockmode;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	memset(&vs, 0, sizeof(vs));
 	vs.tupstore = rsinfo->setResult;
 	vs.tupdesc = rsinfo->setDesc;
 	vs.nproblems = 0;
@@ -388,9 +437,18 @@ gateann_verify(PG_FUNCTION_ARGS)
 	/* compare with the stores only if they are already loaded: no side effects */
 	if (gateann_store_loaded(index, &meta, &shared, &bytes))
 		store = gateann_store_get(index, &meta);
+	if (store != NULL && meta.nfilter > 0)
+	{
+		int			c;
+
+		vs.coder = gateann_filter_coder_create(index, &meta, store->dict);
+		for (c = 0; c < meta.nfilter; c++)
+			vs.codes[c] = palloc(gateann_filter_store_width(&meta.filter[c]));
+	}
 
 	/* free slots first: no record may point to one */
 	free_map = palloc0(((Size) meta.nnodes + 7) / 8);
+	vs.tail_map = palloc0(((Size) meta.nnodes + 7) / 8);
 	for (id = 0; id < meta.nnodes; id++)
 	{
 		GateannNodeHeader hdr;
@@ -403,6 +461,8 @@ gateann_verify(PG_FUNCTION_ARGS)
 			free_map[id >> 3] |= 1 << (id & 7);
 			nfree++;
 		}
+		else if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_TAIL))
+			vs.tail_map[id >> 3] |= 1 << (id & 7);
 	}
 
 	rec = palloc(meta.record_size);
@@ -415,7 +475,7 @@ gateann_verify(PG_FUNCTION_ARGS)
 		check_record(&vs, &meta, id, rec, store, free_map, deleted_map, &ndeleted);
 	}
 	pfree(rec);
-	if (vs.nproblems == 0 && meta.nnodes > 0)
+	if (vs.nproblems == 0 && meta.nnodes > 0 && meta.dims > 0)
 		check_reachable(&vs, index, &meta, free_map, deleted_map);
 	if (ndeleted != meta.ndeleted)
 		problem(&vs, "metapage counts %u deleted nodes, the records %u",

@@ -357,9 +357,9 @@ check_tables(const GateannPQ *pq, const float *vecs, int nv, const float *querie
 	for (q = 0; q < nq; q++)
 	{
 		const float *qv = queries + (size_t) q * dims;
+		double		off = gateann_pq_distance_table(pq, qv, GATEANN_PQ_L2, tl2);
 
-		gateann_pq_distance_table(pq, qv, GATEANN_PQ_L2, tl2);
-		gateann_pq_distance_table(pq, qv, GATEANN_PQ_IP, tip);
+		CHECK(gateann_pq_distance_table(pq, qv, GATEANN_PQ_IP, tip) == 0.0, "q %d: an IP table has no offset", q);
 		for (v = 0; v < nv; v++)
 		{
 			double		el2,
@@ -375,7 +375,7 @@ check_tables(const GateannPQ *pq, const float *vecs, int nv, const float *querie
 				scale += (double) qv[j] * qv[j] + (double) dec[j] * dec[j];
 			el2 = dl2(qv, dec, dims);
 			eip = -ddot(qv, dec, dims);
-			sl2 = gateann_pq_code_distance(tl2, code, m);
+			sl2 = gateann_pq_code_distance(tl2, code, m) + off;
 			sip = gateann_pq_code_distance(tip, code, m);
 			/* the terms are sums of products of the size of the norms */
 			CHECK(fabs(sl2 - el2) <= 2e-5 * scale + 1e-12, "q %d v %d: table l2 %.9g decode l2 %.9g", q, v, sl2, el2);
@@ -471,6 +471,66 @@ test_quantization_error(void)
 	free(centers);
 }
 
+/*
+ * A query far outside the data the codebook was trained on (1e8 in every
+ * dimension, data of unit scale): float terms ||q - C_a||^2 of about 1e17
+ * cannot tell codes apart, so the table must not be made of them.  Codes
+ * whose decoded vectors are nearer the query must get smaller distances:
+ * every pair whose exact distances differ by more than the float rounding
+ * of the table's terms (a few hundred) is ordered alike.
+ */
+static void
+test_far_query(void)
+{
+	int			dims = 16,
+				m = 4,
+				n = 2000,
+				nv = 200,
+				i,
+				j,
+				wrong = 0,
+				pairs = 0;
+	TestRng		r = {77};
+	float	   *x = malloc(sizeof(float) * (size_t) dims * n);
+	float		q[16],
+				dec[16],
+				work[16];
+	float	   *table = malloc(sizeof(float) * gateann_pq_table_floats(m));
+	uint8_t		code[4 + GATEANN_PQ_CODE_EXTRA];
+	double		exact[200],
+				pqd[200],
+				off;
+	GateannPQ	pq;
+
+	trng_fill(&r, x, (size_t) dims * n, 1.0f);
+	train(&pq, dims, m, x, n, 5, 6);
+	for (j = 0; j < dims; j++)
+		q[j] = 1e8f;
+	off = gateann_pq_distance_table(&pq, q, GATEANN_PQ_L2, table);
+	CHECK(off > 1e16, "a far query's table says how far it is (%g)", off);
+	for (i = 0; i < nv; i++)
+	{
+		gateann_pq_encode(&pq, x + (size_t) i * dims, code, work, NULL);
+		gateann_pq_decode(&pq, code, dec);
+		exact[i] = dl2(q, dec, dims);
+		pqd[i] = gateann_pq_code_distance(table, code, m);
+	}
+	for (i = 0; i < nv; i++)
+		for (j = i + 1; j < nv; j++)
+		{
+			if (fabs(exact[i] - exact[j]) < 1e3)
+				continue;
+			pairs++;
+			if ((exact[i] < exact[j]) != (pqd[i] < pqd[j]))
+				wrong++;
+		}
+	CHECK(pairs > nv * (nv - 1) / 4, "%d pairs to order", pairs);
+	CHECK(wrong == 0, "%d of %d pairs ordered against their exact distances", wrong, pairs);
+	free(pq.centroids);
+	free(table);
+	free(x);
+}
+
 static void
 run_case_fmt(const char *what, int which)
 {
@@ -518,6 +578,9 @@ run_case_fmt(const char *what, int which)
 		case 12:
 			RUN_CASE(name, test_quantization_error());
 			break;
+		case 13:
+			RUN_CASE(name, test_far_query());
+			break;
 	}
 }
 
@@ -538,4 +601,5 @@ run_pq_tests(void)
 	run_case_fmt("encode nearest + tables, dims 300 m 300 (w = 1)", 10);
 	run_case_fmt("encode nearest + tables, dims 2000 m 10 (w = 200)", 11);
 	run_case_fmt("quantization error on clustered data", 12);
+	run_case_fmt("a query far outside the trained data: tables still order codes", 13);
 }
