@@ -12,6 +12,14 @@ Standard library only; talks to the server through psql.  Phases:
             no duplicates, the distance is the exact one, distances in order (unless
             relaxed_order); fewer rows than match are counted and printed (recall)
   writes    inserts, updates, deletes and VACUUM, then queries again and gateann_verify
+  churn     another session flips gateann.max_shared_memory between 1 MB and 1 GB and queries
+            two ballast indexes, so the table's store is evicted and reloaded while rows are
+            deleted, vacuumed and inserted into the freed slots (one transaction of many
+            statements); after each round the whole index is enumerated (post mode,
+            relaxed_order, no scan limit) and must return every row of the table (those
+            without a distance last), and gateann_verify must find the stores and records agreeing (a
+            node an insert left unreachable over short prefixes is counted, and must be
+            returned after VACUUM)
   kills     kill -9 of a backend inside CREATE INDEX, INSERT or VACUUM, then recovery,
             gateann_verify and queries again
   damage    the server stopped, bytes of the index file overwritten (metapage fields, a random
@@ -20,7 +28,8 @@ Standard library only; talks to the server through psql.  Phases:
             I/O SQLSTATE (XX001, XX002, 58030), never a crash; REINDEX then repairs it
 A crash (a backend lost to a signal other than our kill -9, found in the server log), a wrong
 row or an unexpected ERROR fails the run.
-The last line: "fuzz: N inputs, N queries, N kills, N damaged indexes, N crashes, N wrong rows".
+The last line: "fuzz: N inputs, N queries, N kills, N damaged indexes, N crashes, N wrong rows,
+N missing rows".
 """
 import argparse
 import os
@@ -29,6 +38,7 @@ import random
 import re
 import subprocess
 import sys
+import threading
 import time
 
 CRASH = re.compile(r"server closed the connection unexpectedly|terminating connection because of crash")
@@ -43,7 +53,7 @@ class Fuzz:
         self.rng = random.Random(args.seed)
         self.damage = None  # the damage of the index being queried, for a crash report
         self.counts = {"inputs": 0, "queries": 0, "kills": 0, "damaged": 0, "crashes": 0, "wrong": 0,
-                       "errors": 0, "short_strict": 0, "short_relaxed": 0, "recall_sum": 0.0, "recall_n": 0}
+                       "errors": 0, "churn_rounds": 0, "missing": 0, "short_strict": 0, "short_relaxed": 0, "recall_sum": 0.0, "recall_n": 0}
         self.failures = []
         self.expect_crash = False
         self.psql_bin = os.path.join(args.bindir, "psql")
@@ -185,6 +195,7 @@ CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, 
             lambda: "a IS NULL",
             lambda: "a IS NOT NULL",
             lambda: "v IS NOT NULL",
+            lambda: "v IS NULL",
             lambda: f"b = '{r.choice(['alpha', 'Beta', 'gamma', 'Épsilon', '', 'nope'])}'",
             lambda: f"b < '{r.choice(['b', 'delta', 'M', 'z', 'É'])}'",
             lambda: "b IS NULL",
@@ -207,6 +218,11 @@ CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, 
         batch = []
         for qi in range(count):
             q = "'{" + ",".join(f"{x + self.rng.gauss(0, 0.5):.4f}" for x in self.rng.choice(info["centers"])) + "}'::real[]"
+            r = self.rng.random()
+            if r < 0.02:
+                q = "(SELECT NULL::real[])"   # every distance NULL (a constant NULL is folded away)
+            elif r < 0.04:
+                q = "'{" + ",".join(["0"] * info["dims"]) + "}'::real[]"   # NaN under cosine
             where = self.predicate()
             k = self.rng.choice([1, 5, 10, 10, 30])
             batch.append({"q": q, "where": where, "k": k, "op": info["metric"],
@@ -259,22 +275,33 @@ RESET ALL;""")
                f"SET gateann.tunnel_batch = {b['tb']}; "
                f"SET enable_seqscan = off; SELECT id, v {b['op']} {b['q']} FROM t{t} {where} "
                f"ORDER BY v {b['op']} {b['q']} LIMIT {b['k']};")
-        # rows the index does not hold: NULL vectors, and with cosine zero vectors
-        # (distance NaN, README "Limits"); the index returning one is a wrong row
-        match = {i: d for i, d in seq if d is not None and d == d}
+        # every matching row, those without a distance too: a NULL vector (or a NULL
+        # query) has a NULL distance, a zero vector (or query) under cosine a NaN one;
+        # they come after every number, NaN before NULL (ORDER BY ... NULLS LAST)
+        match = dict(seq)
         ids = [i for i, _ in got]
         problems = []
         if len(ids) != len(set(ids)):
             problems.append("duplicate rows")
+
+        def same(a, b):
+            return (a is None and b is None) or (a is not None and b is not None and
+                                                 (a == b or (a != a and b != b)))
+
+        def cls(d):
+            return 2 if d is None else 1 if d != d else 0
         for i, d in got:
             if i not in match:
-                problems.append(f"row {i} does not satisfy the WHERE (or has no distance)")
-            elif d != match[i]:
+                problems.append(f"row {i} does not satisfy the WHERE")
+            elif not same(d, match[i]):
                 problems.append(f"row {i}: distance {d} != exact {match[i]}")
         dists = [d for _, d in got]
+        if any(cls(dists[j]) > cls(dists[j + 1]) for j in range(len(dists) - 1)):
+            problems.append(f"rows without a distance before rows with one: {dists}")
+        finite = [d for d in dists if cls(d) == 0]
         # the index ranks by float4 arithmetic, SQL's distance is float8: near-ties may swap
-        if b["it"] != "relaxed_order" and any(dists[j] - dists[j + 1] > 1e-6 + 1e-5 * abs(dists[j])
-                                             for j in range(len(dists) - 1)):
+        if b["it"] != "relaxed_order" and any(finite[j] - finite[j + 1] > 1e-6 + 1e-5 * abs(finite[j])
+                                             for j in range(len(finite) - 1)):
             problems.append(f"distances out of order: {dists}")
         expected = min(b["k"], len(match))
         if len(got) > expected:
@@ -285,19 +312,19 @@ RESET ALL;""")
             self.counts["short_relaxed" if b["it"] == "relaxed_order" else "short_strict"] += 1
             # which rows were left out, and where they rank: the evidence for issue 17 item 4
             gotset = set(ids)
-            ranked = sorted(match.items(), key=lambda kv: kv[1])
-            missing = [(r, i, d) for r, (i, d) in enumerate(ranked[:expected]) if i not in gotset]
+            order = sorted(match.items(), key=lambda kv: (cls(kv[1]), kv[1] if cls(kv[1]) == 0 else 0))
+            missing = [(r, i, d) for r, (i, d) in enumerate(order[:expected]) if i not in gotset]
             print(f"note: {b['it']} returned {len(got)} of {expected} rows ({len(match)} match, "
                   f"skipped {skipped}); "
                   f"left out (rank, id, distance): {missing[:5]}\n  {ctx}")
         if problems:
             self.counts["wrong"] += 1
             self.fail("; ".join(problems[:5]) + "\n  " + ctx)
-        if expected > 0:
-            truth = sorted(match.values())[:b["k"]]
-            kth = truth[min(b["k"], len(truth)) - 1]
-            hits = sum(1 for _, d in got if d is not None and d <= kth)
-            self.counts["recall_sum"] += min(hits, expected) / expected
+        ranked = sorted(d for d in match.values() if cls(d) == 0)[:b["k"]]
+        if ranked:
+            kth = ranked[-1]
+            hits = sum(1 for _, d in got if cls(d) == 0 and d <= kth)
+            self.counts["recall_sum"] += min(hits, len(ranked)) / len(ranked)
             self.counts["recall_n"] += 1
 
     # ---------------------------------------------------------------- writes
@@ -325,6 +352,124 @@ RESET ALL;""")
         if out.strip() or "ERROR" in err:
             self.counts["errors"] += 1
             self.fail(f"gateann_verify('t{t}_idx') {when}: {out.strip()[:400]} {err.strip()[:300]}")
+
+    # ----------------------------------------------------------------- churn
+    def ballast(self):
+        """Two tables whose index stores, loaded in turn, evict all others under a 1 MB budget."""
+        if getattr(self, "ballast_made", False):
+            return
+        self.psql("""DROP TABLE IF EXISTS ballast1, ballast2;
+CREATE TABLE ballast1 (id int, v real[]);
+INSERT INTO ballast1 SELECT i, (SELECT array_agg(random()::real) FROM generate_series(1, 32) WHERE i > 0)
+  FROM generate_series(1, 4500) i;
+CREATE INDEX ballast1_idx ON ballast1 USING gateann (v);
+CREATE TABLE ballast2 (LIKE ballast1);
+INSERT INTO ballast2 SELECT * FROM ballast1;
+CREATE INDEX ballast2_idx ON ballast2 USING gateann (v);""")
+        self.ballast_made = True
+
+    def churner(self, stop, t, q):
+        """Flip the budget; load the ballast stores (evicting t's) and t's again, in turn."""
+        big = False
+        op = self.tables[t]["metric"]
+        while not stop.is_set():
+            big = not big
+            self.psql(f"""ALTER SYSTEM SET gateann.max_shared_memory = '{"1GB" if big else "1MB"}';
+SELECT pg_reload_conf();
+SET client_min_messages = warning; SET enable_seqscan = off;
+SELECT count(*) FROM (SELECT id FROM ballast1 ORDER BY v <-> (SELECT v FROM ballast1 WHERE id = 1) LIMIT 3) q;
+SELECT count(*) FROM (SELECT id FROM t{t} ORDER BY v {op} {q} LIMIT 3) q;
+SELECT count(*) FROM (SELECT id FROM ballast2 ORDER BY v <-> (SELECT v FROM ballast2 WHERE id = 1) LIMIT 3) q;
+SELECT count(*) FROM (SELECT id FROM t{t} ORDER BY v {op} {q} LIMIT 3) q;""",
+                      check=False)
+            stop.wait(self.rng_churn.uniform(0.02, 0.1))
+
+    def churn_cycle(self, t):
+        info = self.tables[t]
+        self.ballast()
+        stop = threading.Event()
+        self.rng_churn = random.Random(self.rng.random())
+        q = "'{" + ",".join(f"{x:.4f}" for x in self.rng.choice(info["centers"])) + "}'::real[]"
+        th = threading.Thread(target=self.churner, args=(stop, t, q))
+        th.start()
+        try:
+            for _ in range(self.a.churn_rounds):
+                self.churn_round(t, info)
+        finally:
+            stop.set()
+            th.join()
+        self.psql("ALTER SYSTEM RESET gateann.max_shared_memory; SELECT pg_reload_conf();")
+
+    def churn_round(self, t, info):
+        lo = self.rng.randrange(1, info["next"])
+        stmts = [f"DELETE FROM t{t} WHERE id % 13 = {self.rng.randrange(13)} AND id BETWEEN {lo} AND {lo + 400};",
+                 f"VACUUM t{t};", "BEGIN;"]
+        for _ in range(self.rng.randrange(20, 60)):
+            i = info["next"]
+            info["next"] += 1
+            stmts.append(f"INSERT INTO t{t} VALUES {self.row(i, info['dims'], info['centers'], info['dup'])};")
+            if self.rng.random() < 0.3:
+                stmts.append("SELECT pg_sleep(0.03);")
+        stmts.append("COMMIT;")
+        self.counts["inputs"] += len(stmts)
+        self.psql("SET client_min_messages = warning;\n" + "\n".join(stmts), check=False)
+        self.counts["churn_rounds"] += 1
+        missing = self.enumerate_missing(t, info)
+        if missing is None:
+            return
+        problems = self.verify_problems(t)
+        stores = [p for p in problems if "unreachable from the entry points" not in p]
+        if stores or (missing and not problems):
+            self.counts["missing"] += len(missing)
+            self.fail(f"t{t}: the index does not return {len(missing)} rows (ids {sorted(missing)[:10]}) "
+                      f"while its store was evicted and reloaded; gateann_verify: "
+                      f"{'; '.join(problems[:5]) or 'nothing'}")
+            return
+        if problems:
+            # inserts can leave nodes unreachable over short prefixes until VACUUM relinks
+            # them (src/README, "Reachability"): after VACUUM every row must be returned
+            self.counts["unreachable_after_inserts"] = self.counts.get("unreachable_after_inserts", 0) + len(problems)
+            self.psql(f"VACUUM t{t};")
+            missing = self.enumerate_missing(t, info)
+            if missing:
+                self.counts["missing"] += len(missing)
+                self.fail(f"t{t}: after VACUUM the index still does not return {len(missing)} rows "
+                          f"(ids {sorted(missing)[:10]})")
+        self.verify(t, "after a round of budget churn")
+
+    def enumerate_missing(self, t, info):
+        """Rows of the table that the whole index, enumerated, does not return (None: error)."""
+        q = "'{" + ",".join(f"{x:.4f}" for x in self.rng.choice(info["centers"])) + "}'::real[]"
+        op = info["metric"]
+        out, err, _ = self.psql(f"""SET client_min_messages = warning;
+\\echo @@IDX
+SET enable_seqscan = off; SET enable_bitmapscan = off; SET gateann.filter_mode = 'post';
+SET gateann.iterative_scan = 'relaxed_order'; SET gateann.max_scan_tuples = 2147483647;
+SET gateann.search_list_size = 200;
+SELECT id FROM t{t} ORDER BY v {op} {q};
+RESET ALL;
+\\echo @@SEQ
+SET enable_indexscan = off; SET enable_bitmapscan = off;
+SELECT id FROM t{t};
+RESET ALL;""", check=False)
+        if "ERROR" in err:
+            self.counts["errors"] += 1
+            self.fail(f"enumeration of t{t} failed: {err.strip()[:400]}")
+            return None
+        part, got, want = None, set(), set()
+        for line in out.splitlines():
+            if line in ("@@IDX", "@@SEQ"):
+                part = line
+            elif line.strip():
+                (got if part == "@@IDX" else want).add(int(line))
+        return want - got
+
+    def verify_problems(self, t):
+        out, err, _ = self.psql(f"SELECT p FROM gateann_verify('t{t}_idx') p;", check=False)
+        if "ERROR" in err:
+            self.counts["errors"] += 1
+            self.fail(f"gateann_verify('t{t}_idx') failed: {err.strip()[:300]}")
+        return [line for line in out.splitlines() if line.strip()]
 
     # ----------------------------------------------------------------- kills
     def kill_cycle(self, t):
@@ -444,6 +589,8 @@ RESET ALL;""")
             self.run_queries(t, self.a.queries)
             self.writes(t)
             self.run_queries(t, self.a.queries // 2)
+            if self.a.churn_rounds > 0 and t % 2 == 1:
+                self.churn_cycle(t)
             if t % 2 == 0:
                 self.kill_cycle(t)
                 self.run_queries(t, self.a.queries // 4)
@@ -463,14 +610,16 @@ RESET ALL;""")
         print(f"tables {t}, collation {self.collation}; mean recall@k {mean:.3f} over {c['recall_n']} "
               f"queries with matches (information, not a check); strict_order queries that returned "
               f"fewer rows than matched: {c['short_strict']}, relaxed_order: {c['short_relaxed']}; damaged index files {c['damaged']} "
-              f"(errors with a corruption SQLSTATE: {c.get('damage_errors', 0)}); unexpected errors {c['errors']}")
+              f"(errors with a corruption SQLSTATE: {c.get('damage_errors', 0)}); unexpected errors {c['errors']}; "
+              f"rounds of budget churn {c['churn_rounds']}, rows the index did not return in them {c['missing']} "
+              f"(nodes unreachable over prefixes after inserts, until VACUUM: {c.get('unreachable_after_inserts', 0)})")
         for f in self.failures[:20]:
             print("----\n" + f)
         self.scan_server_log()
         print(f"fuzz: {c['inputs']} inputs, {c['queries']} queries, {c['kills']} kills, "
               f"{c['damaged']} damaged indexes, "
-              f"{c['crashes']} crashes, {c['wrong']} wrong rows")
-        return 1 if (c["crashes"] or c["wrong"] or c["errors"]) else 0
+              f"{c['crashes']} crashes, {c['wrong']} wrong rows, {c['missing']} missing rows")
+        return 1 if (c["crashes"] or c["wrong"] or c["errors"] or c["missing"]) else 0
 
 
 if __name__ == "__main__":
@@ -488,6 +637,8 @@ if __name__ == "__main__":
     ap.add_argument("--tables", type=int, default=4)
     ap.add_argument("--queries", type=int, default=120)
     ap.add_argument("--max-rows", type=int, default=1500)
+    ap.add_argument("--churn-rounds", type=int, default=3,
+                    help="rounds of writes under budget churn, every other table (0: none)")
     a = ap.parse_args()
     print(f"fuzz seed {a.seed}")
     sys.exit(Fuzz(a).main())
