@@ -1,0 +1,1000 @@
+#!/usr/bin/env python3
+"""Regenerate the tables of bench/RESULTS.md from benchmark run summaries.
+
+    python3 bench/results_page.py                  # rewrite the generated tables
+    python3 bench/results_page.py --list           # which run every table row came from
+    python3 bench/results_page.py --check          # exit 1 if RESULTS.md is out of date
+    python3 bench/results_page.py --curated-only --check
+                                                   # ... from what git holds (before a commit)
+    python3 bench/results_page.py --curate bench/results/<run> [--note TEXT]
+                                                   # keep a run's small summary in git
+
+Standard library only; run it from anywhere.
+
+Where the figures come from
+---------------------------
+* bench/results/curated/<run>.json: small summaries of chosen runs, committed
+  in git (the only part of bench/results/ that is; see bench/.gitignore).
+  `--curate DIR` writes one from a run directory, keeping only the fields the
+  page uses; `--note` adds a line shown beside the run (conditions of the run,
+  what code a working tree held, ...).  A curated summary wins over the run
+  directory of the same name.
+* bench/results/<run>/: what bench/run.sh writes (git-ignored).  A run
+  directory without a curated summary is read too (unless --curated-only), so
+  a new run shows on the page at once; the script names such runs on stderr,
+  since nobody else can regenerate the page from them until they are curated.
+
+The kind of a run comes from its contents (driver presets by their `preset`
+field: quick, full, io, filter, filter_width, pgvector; shapes; writes; mix;
+fuzz).  Its time is results.json's `started`, else the YYYYMMDD-HHMMSS stamp of
+its directory name, else the date git added it, else its mtime.
+
+"The latest run of each kind": every table row (for the data-shape matrices,
+every cell) is taken from the newest run that measured it.  A new run replaces
+the rows it measured; rows it did not measure keep their older run.  Every row
+names its run(s) and their git commit ("+" when the run recorded uncommitted
+changes in the tree).
+
+Tables go between markers in RESULTS.md; everything outside them is left alone:
+
+    <!-- generated: NAME -->
+    ...
+    <!-- end generated -->
+
+NAME is one of TABLES below.  Curated summaries of runs that left no run
+directory (fuzz runs made by hand) are written by hand in the same format,
+with a "source" field saying where the figures come from.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import re
+import subprocess
+import sys
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+RESULTS = os.path.join(BENCH, "results")
+CURATED = os.path.join(RESULTS, "curated")
+PAGE = os.path.join(BENCH, "RESULTS.md")
+
+DRIVER_PRESETS = {"quick", "full", "io", "filter", "filter_width", "pgvector", "smoke"}
+DEFAULT_HNSW = ("", "m = 16, ef_construction = 64")
+
+# ---------------------------------------------------------------------------
+# reading runs
+
+
+def _server(text):
+    m = re.search(r"(\d+\.\d+)", text or "")
+    return m.group(1) if m else None
+
+
+def _stamp_from_name(name):
+    m = re.search(r"(\d{8})-(\d{4,6})(?!\d)", name)
+    if not m:
+        return None
+    d, t = m.group(1), m.group(2).ljust(6, "0")
+    return f"{d[:4]}-{d[4:6]}-{d[6:]} {t[:2]}:{t[2:4]}:{t[4:]}"
+
+
+def _git_added(path):
+    try:
+        out = subprocess.run(
+            ["git", "-C", REPO, "log", "--diff-filter=A", "--format=%aI", "--", path],
+            capture_output=True, text=True, check=False).stdout.split()
+    except OSError:
+        return None
+    if not out:
+        return None
+    return out[-1][:19].replace("T", " ")
+
+
+def _started(path, rj):
+    s = (rj or {}).get("started")
+    if s:
+        return s.replace(" UTC", "")[:19]
+    s = _stamp_from_name(os.path.basename(path))
+    if s:
+        return s
+    for f in ("results.json", "summary.md"):
+        p = os.path.join(path, f)
+        if os.path.exists(p):
+            return _git_added(p) or datetime.datetime.fromtimestamp(
+                os.path.getmtime(p), datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return "0000-00-00 00:00:00"
+
+
+def _info(info):
+    keep = ("pages", "pq_bytes", "neighbor_store_bytes", "filter_store_bytes",
+            "tunnel_neighbors", "max_neighbors", "build_recall", "build_recall_list")
+    return {k: info[k] for k in keep if info and info.get(k) is not None}
+
+
+def _summarize_driver(rj):
+    ds = {d["name"]: {"n": d["n"], "dim": d["dim"]} for d in rj.get("datasets", [])}
+    indexes = []
+    for i in rj.get("indexes", []):
+        if i.get("engine") == "exact" or "build_seconds" not in i:
+            continue
+        indexes.append({"engine": i["engine"], "dataset": i["dataset"],
+                        "columns": i.get("columns"), "options": i.get("options"),
+                        "build_seconds": i.get("build_seconds"),
+                        "index_bytes": i.get("index_bytes"),
+                        "info": _info(i.get("index_info"))})
+    points = []
+    for p in rj.get("points", []):
+        settings = json.loads(p.get("settings") or "{}")
+        for k in ("gateann.search_list_size", "hnsw.ef_search", "gateann.filter_mode"):
+            settings.pop(k, None)
+        q = {"dataset": p["dataset"], "workload": p["workload"],
+             "s": p.get("selectivity"), "engine": p["engine"], "L": p.get("L"),
+             "mode": p.get("filter_mode"), "recall": p.get("recall@10"),
+             "ms": p.get("lat_mean_ms"), "qps1": p.get("qps_c1"), "qps2": p.get("qps_c2"),
+             "reads": p.get("reads_per_q"), "prefilter": p.get("prefilter_share")}
+        if settings:
+            q["extra"] = settings
+        points.append({k: v for k, v in q.items() if v is not None})
+    cfg = rj.get("config", {})
+    return {"datasets": ds, "queries": cfg.get("queries"),
+            "pgbench_seconds": cfg.get("pgbench_seconds"),
+            "indexes": indexes, "points": points}
+
+
+def _summarize_shapes(rj):
+    o = rj.get("options", {})
+    options = {k: o.get(k) for k in ("n", "nq", "nself", "L", "post_L", "workloads",
+                                     "engines", "gateann_with", "pgvector_with")}
+    facts = []
+    for f in rj.get("facts", []):
+        info = f.get("gateann_info") or {}
+        g = {"shape": f["shape"], "metric": f["metric"], "n": f.get("n"), "dim": f.get("dim"),
+             "gateann_build_s": f.get("gateann_build_s"), "hnsw_build_s": f.get("hnsw_build_s"),
+             "self_top1": {e: f[k] for e, k in (("gate", "self_top1_gateann_gate"),
+                                                 ("post", "self_top1_gateann_post"),
+                                                 ("pgvector", "self_top1_pgvector")) if k in f},
+             "info": _info(info)}
+        facts.append({k: v for k, v in g.items() if v is not None})
+    points = []
+    for p in rj.get("points", []):
+        if p.get("L") not in (100, 400, 800):
+            continue
+        q = {k: p.get(k) for k in ("shape", "metric", "workload", "engine", "L", "recall",
+                                   "zero", "reads", "ms")}
+        points.append({k: v for k, v in q.items() if v is not None})
+    return {"options": options, "facts": facts, "points": points}
+
+
+def _summarize_writes(rj):
+    steps = {}
+    for name, s in rj.get("steps", {}).items():
+        steps[name] = {k: s[k] for k in ("seconds", "rows", "clients", "rows_per_second",
+                                         "nodes", "live_nodes", "deleted_nodes",
+                                         "free_slots", "index_bytes") if k in s}
+    recall = {}
+    for key in ("churned", "fresh", "churned_reinsert", "fresh_reinsert"):
+        if key in rj:
+            recall[key] = [{"workload": r["workload"], "L": r["L"], "recall": r["recall"]}
+                           for r in rj[key]]
+    return {"n": (rj.get("dataset") or {}).get("n"), "base_rows": rj.get("base_rows"),
+            "inserted_rows": rj.get("inserted_rows"), "deleted_rows": rj.get("deleted_rows"),
+            "steps": steps, "recall": recall}
+
+
+def _summarize_mix(rj):
+    pg = rj.get("pgbench", {})
+    maint = rj.get("maintenance", {})
+    kinds = {}
+    longest_vacuum = 0.0
+    for stmt, secs in maint.get("statements", []):
+        k = stmt.split()[0]
+        if stmt.startswith("REINDEX"):
+            k = "REINDEX CONCURRENTLY" if "CONCURRENTLY" in stmt else "REINDEX"
+        elif stmt.startswith("ALTER"):
+            k = "ALTER INDEX"
+        kinds[k] = kinds.get(k, 0) + 1
+        if k == "VACUUM":
+            longest_vacuum = max(longest_vacuum, secs)
+    return {"n": (rj.get("dataset") or {}).get("n"), "base_rows": rj.get("base_rows"),
+            "minutes": rj.get("minutes"), "clients": rj.get("clients"),
+            "vacuum_every_s": rj.get("vacuum_every_s"), "kill_every_s": rj.get("kill_every_s"),
+            "tps": {k: v.get("tps") for k, v in pg.get("per_script", {}).items()},
+            "transactions": {k: v.get("transactions") for k, v in pg.get("per_script", {}).items()},
+            "failed_transactions": pg.get("failed_transactions"),
+            "pgbench_errors": pg.get("errors_in_stderr"),
+            "lost_connections_at_kills": pg.get("lost_connections_at_kills"),
+            "maintenance": kinds, "longest_vacuum_s": longest_vacuum,
+            "maintenance_errors": len(maint.get("errors", [])),
+            "kills": sum(1 for k in rj.get("kills", []) if k.get("killed")),
+            "table_rows": rj.get("table_rows"),
+            "live_nodes": (rj.get("after") or {}).get("live_nodes"),
+            "verify_problems": len(rj.get("verify_problems") or []),
+            "lost_rows": rj.get("lost_rows"), "ok": rj.get("ok")}
+
+
+def _summarize_fuzz(text):
+    def num(pattern):
+        m = re.search(pattern, text)
+        return int(m.group(1)) if m else None
+    seed = re.search(r"--seed[ =](\d+)", text)
+    secs = re.search(r"--seconds[ =](\d+)", text)
+    return {"seed": int(seed.group(1)) if seed else None,
+            "fuzz_seconds": int(secs.group(1)) if secs else None,
+            "tables": num(r"tables (\d+)"), "inputs": num(r"(\d+) inputs"),
+            "queries": num(r"(\d+) queries,"), "kills": num(r"(\d+) kills"),
+            "damaged": num(r"(\d+) damaged indexes"),
+            "corruption_errors": num(r"corruption SQLSTATE: (\d+)"),
+            "unexpected_errors": num(r"unexpected errors (\d+)"),
+            "crashes": num(r"(\d+) crashes"), "wrong_rows": num(r"(\d+) wrong rows"),
+            "missing_rows": num(r"(\d+) missing rows"),
+            "short_strict": num(r"fewer rows than matched: (\d+)"),
+            "short_relaxed": num(r"relaxed_order: (\d+)")}
+
+
+def summarize(path):
+    """The page's summary of one run directory, or None when the page has no
+    use for it (an unknown kind)."""
+    name = os.path.basename(os.path.normpath(path))
+    rj = None
+    rjp = os.path.join(path, "results.json")
+    if os.path.exists(rjp):
+        with open(rjp) as f:
+            rj = json.load(f)
+    smp = os.path.join(path, "summary.md")
+    summary_md = open(smp).read() if os.path.exists(smp) else ""
+    out = {"run": name, "started": _started(path, rj)}
+    if rj is None:
+        if "fuzz harness" not in summary_md:
+            return None
+        m = re.search(r"- git: ([0-9a-f]{7,40})", summary_md)
+        cmd = re.search(r"`([^`]*)`", summary_md)
+        out.update(kind="fuzz", commit=m.group(1) if m else None, dirty=None,
+                   command=cmd.group(1) if cmd else None,
+                   server=_server((re.search(r"- server: (.*)", summary_md) or [None, ""])[1]),
+                   seconds=int((re.search(r"- seconds: (\d+)", summary_md) or [0, 0])[1]))
+        out.update(_summarize_fuzz(summary_md))
+        return out
+    git = rj.get("git") or {}
+    out.update(commit=git.get("commit"), dirty=git.get("dirty"), command=rj.get("command"),
+               seconds=rj.get("seconds"))
+    if "preset" in rj and "points" in rj:
+        out.update(kind=rj["preset"], server=_server((rj.get("postgres") or {}).get("version")))
+        out.update(_summarize_driver(rj))
+    elif "facts" in rj:
+        out.update(kind="shapes", server=_server(rj.get("server")))
+        out.update(_summarize_shapes(rj))
+    elif "steps" in rj:
+        out.update(kind="writes", server=_server(rj.get("server")))
+        out.update(_summarize_writes(rj))
+    elif "pgbench" in rj and "lost_rows" in rj:
+        out.update(kind="mix", server=_server(rj.get("server")))
+        out.update(_summarize_mix(rj))
+    else:
+        return None
+    return out
+
+
+def to_disk(s):
+    """Points as rows under one list of field names (a third of the bytes)."""
+    s = dict(s)
+    pts = s.get("points")
+    if pts and isinstance(pts[0], dict):
+        fields = list(dict.fromkeys(k for p in pts for k in p))
+        s["point_fields"] = fields
+        s["points"] = [[p.get(k) for k in fields] for p in pts]
+    return s
+
+
+def from_disk(s):
+    if "point_fields" in s:
+        fields = s.pop("point_fields")
+        s["points"] = [{k: v for k, v in zip(fields, row) if v is not None} for row in s["points"]]
+    return s
+
+
+def dump(obj):
+    """JSON with one line per top-level key and per list element: small diffs."""
+    obj = to_disk(obj)
+    lines = ["{"]
+    items = list(obj.items())
+    for i, (k, v) in enumerate(items):
+        comma = "," if i < len(items) - 1 else ""
+        if isinstance(v, list) and v and all(isinstance(x, (dict, list)) for x in v):
+            lines.append(f" {json.dumps(k)}: [")
+            for j, x in enumerate(v):
+                sep = "," if j < len(v) - 1 else ""
+                lines.append("  " + json.dumps(x, ensure_ascii=False) + sep)
+            lines.append(" ]" + comma)
+        else:
+            lines.append(f" {json.dumps(k)}: {json.dumps(v, ensure_ascii=False)}{comma}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def load_runs(curated_only=False):
+    runs = {}
+    if os.path.isdir(CURATED):
+        for f in sorted(os.listdir(CURATED)):
+            if f.endswith(".json"):
+                with open(os.path.join(CURATED, f)) as fh:
+                    r = from_disk(json.load(fh))
+                r["_curated"] = True
+                runs[r["run"]] = r
+    raw = []
+    if not curated_only and os.path.isdir(RESULTS):
+        for name in sorted(os.listdir(RESULTS)):
+            path = os.path.join(RESULTS, name)
+            if (name == "curated" or name.startswith("latest-") or os.path.islink(path)
+                    or not os.path.isdir(path) or name in runs):
+                continue
+            try:
+                r = summarize(path)
+            except (OSError, ValueError, KeyError, TypeError) as e:
+                print(f"results_page: skipping {name}: {e}", file=sys.stderr)
+                continue
+            if r:
+                r["_curated"] = False
+                runs[name] = r
+                raw.append(name)
+    return runs, raw
+
+
+# ---------------------------------------------------------------------------
+# formatting
+
+
+def newest_first(runs):
+    return sorted(runs, key=lambda r: (r.get("started") or "", r["run"]), reverse=True)
+
+
+def short(r):
+    c = (r.get("commit") or "?")[:7]
+    return c + ("+" if r.get("dirty") else "")
+
+
+def ref(r):
+    return f"`{r['run']}` {short(r)}"
+
+
+def refs(rs):
+    seen, out = set(), []
+    for r in newest_first(rs):
+        if r["run"] not in seen:
+            seen.add(r["run"])
+            out.append(ref(r))
+    return ", ".join(out)
+
+
+def f3(x):
+    return "–" if x is None else f"{x:.3f}"
+
+
+def fint(x):
+    return "–" if x is None else f"{round(x):,}"
+
+
+def fms(x):
+    return "–" if x is None else (f"{x:.2f}" if x < 10 else f"{x:.1f}")
+
+
+def mib(b):
+    return "–" if b is None else f"{b / 2**20:,.0f}"
+
+
+def mb(b):
+    return "–" if b is None else f"{b / 1e6:,.1f}"
+
+
+def rows_label(n):
+    if n is None:
+        return "?"
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}K"
+    return f"{n:,}"
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def footnotes(used):
+    out = []
+    for r in newest_first({r["run"]: r for r in used}.values()):
+        bits = [f"`{r['run']}`", short(r)]
+        if r.get("server"):
+            bits.append(f"PG {r['server']}")
+        bits.append((r.get("started") or "")[:10])
+        line = "- " + ", ".join(bits)
+        if r.get("command"):
+            line += f": `{r['command'].strip()}`"
+        if r.get("note"):
+            line += f". {r['note']}"
+        if r.get("source"):
+            line += f" (source: {r['source']})"
+        out.append(line)
+    return out
+
+
+def not_measured(what):
+    return [f"_No run yet: {what}._"]
+
+
+# ---------------------------------------------------------------------------
+# tables
+
+
+def of_kind(runs, *kinds):
+    return newest_first(r for r in runs.values() if r.get("kind") in kinds)
+
+
+def t_build(runs):
+    """Build time and index size of the driver presets' gateann indexes, the
+    newest run per (data set, index columns)."""
+    seen, rows, used = set(), [], []
+    for r in of_kind(runs, *DRIVER_PRESETS):
+        for i in r.get("indexes", []):
+            if i["engine"] != "gateann":
+                continue
+            key = (i["dataset"], tuple(i.get("columns") or ()))
+            if key in seen:
+                continue
+            seen.add(key)
+            d = r["datasets"].get(i["dataset"], {})
+            info = i.get("info", {})
+            cols = i.get("columns") or []
+            rows.append([f"{rows_label(d.get('n'))} × {d.get('dim')}",
+                         (f"vector + {len(cols) - 1} filter column" + ("s" if len(cols) > 2 else ""))
+                         if len(cols) > 1 else "vector",
+                         f"{i['build_seconds']:.1f}", mib(i.get("index_bytes")),
+                         f"{mb(info.get('pq_bytes'))} / {mb(info.get('neighbor_store_bytes'))} / "
+                         f"{mb(info.get('filter_store_bytes'))}",
+                         info.get("tunnel_neighbors", "–"), ref(r)])
+            used.append(r)
+    rows.sort(key=lambda x: x[0])
+    if not rows:
+        return not_measured("`bench/run.sh quick`")
+    return table(["rows × dims", "index", "build s", "index MiB",
+                  "stores MB: PQ / neighbor / filter", "tunnel prefix", "run"], rows) + [""] + footnotes(used)
+
+
+def _driver_points(r, dataset=None):
+    for p in r.get("points", []):
+        if dataset and p["dataset"] != dataset:
+            continue
+        yield p
+
+
+def t_quick(runs):
+    """100K recall / latency / QPS / reads by L, unfiltered and label10: the
+    newest quick run per L."""
+    rows, used = [], []
+    cand = of_kind(runs, "quick")
+    Ls = sorted({p["L"] for r in cand for p in r.get("points", []) if p.get("L")})
+    for L in Ls:
+        cells, rs = [], []
+        for wl in ("unfiltered", "label10"):
+            for r in cand:
+                p = next((p for p in r["points"] if p["engine"] == "gateann" and p.get("L") == L
+                          and p["workload"] == wl and p.get("mode") in (None, "gate")
+                          and "extra" not in p), None)
+                if p:
+                    cells.append(f"{f3(p.get('recall'))} / {fms(p.get('ms'))} / "
+                                 f"{fint(p.get('qps1'))} / {fint(p.get('reads'))}")
+                    rs.append(r)
+                    break
+            else:
+                cells.append("–")
+        rows.append([L] + cells + [refs(rs)])
+        used += rs
+    if not rows:
+        return not_measured("`bench/run.sh quick`")
+    exact = []
+    for r in newest_first(used)[:1]:
+        for p in r["points"]:
+            if p["engine"] == "exact":
+                exact.append(f"{p['workload']} {fms(p.get('ms'))} ms (recall {f3(p.get('recall'))})")
+    out = table(["L", "unfiltered: recall@10 / mean ms / QPS 1 client / reads",
+                 "label10 (10 %): the same", "run"], rows)
+    if exact:
+        out += ["", "Exact search (sequential scan + sort), same run: " + ", ".join(exact) + "."]
+    return out + [""] + footnotes(used)
+
+
+def t_filter(runs):
+    """1M filtered workloads, gate and post: the newest filter run per workload."""
+    rows, used, seen = [], [], set()
+    for r in of_kind(runs, "filter"):
+        big = {name for name, d in r.get("datasets", {}).items() if d["n"] >= 1_000_000}
+        for p in r.get("points", []):
+            wl = p["workload"]
+            if p["dataset"] not in big or wl in seen or p["engine"] != "gateann":
+                continue
+            seen.add(wl)
+            pts = [q for q in r["points"] if q["workload"] == wl and q["engine"] == "gateann"
+                   and "extra" not in q and q["dataset"] == p["dataset"]]
+
+            def cell(mode, L):
+                q = next((q for q in pts if q.get("L") == L and (q.get("mode") or "gate") == mode), None)
+                if not q:
+                    return "–"
+                return f"{f3(q.get('recall'))} / {fint(q.get('qps1'))} / {fint(q.get('reads'))}"
+            s = p.get("s")
+            rows.append([(s if s is not None else 9, wl),
+                         f"{wl} ({s * 100:.1f} %)" if s is not None else wl,
+                         cell("gate", 20), cell("gate", 100), cell("gate", 400),
+                         cell("post", 100), ref(r)])
+            used.append(r)
+    rows = [row[1:] for row in sorted(rows, key=lambda row: row[0])]
+    if not rows:
+        return not_measured("`bench/run.sh filter`")
+    return table(["workload (selectivity)", "gate L = 20", "gate L = 100", "gate L = 400",
+                  "post L = 100", "run"], rows) + [""] + footnotes(used)
+
+
+SHAPE_ORDER = ["current_128", "sentences_384", "clusters_tight_128", "clusters_tight_384",
+               "clusters_tight_960", "clusters_wide_384", "clusters_wide_960",
+               "anisotropic_128", "duplicates_128", "lowdim_2", "lowdim_8",
+               "gauss_128", "gauss_384", "gauss_960"]
+WORKLOADS = ["none", "u1", "u5", "u10", "a1", "a5", "a10"]
+
+
+def _shape_key(pair):
+    shape, metric = pair
+    return (SHAPE_ORDER.index(shape) if shape in SHAPE_ORDER else len(SHAPE_ORDER), shape, metric)
+
+
+def _default_shapes(runs, n, need_pgvector=True):
+    out = []
+    for r in of_kind(runs, "shapes"):
+        o = r.get("options", {})
+        if o.get("n") != n or (o.get("gateann_with") or "") != "":
+            continue
+        if (o.get("pgvector_with") or "") not in DEFAULT_HNSW:
+            continue
+        if need_pgvector and "pgvector" not in (o.get("engines") or []):
+            continue
+        out.append(r)
+    return out
+
+
+def _pt(r, shape, metric, wl, engine, L):
+    return next((p for p in r.get("points", []) if p["shape"] == shape and p["metric"] == metric
+                 and p["workload"] == wl and p["engine"] == engine and p["L"] == L), None)
+
+
+def _fact(r, shape, metric):
+    return next((f for f in r.get("facts", []) if f["shape"] == shape and f["metric"] == metric), None)
+
+
+def _matrix(runs, n):
+    cand = _default_shapes(runs, n)
+    pairs = sorted({(f["shape"], f["metric"]) for r in cand for f in r.get("facts", [])}, key=_shape_key)
+    return cand, pairs
+
+
+def t_matrix(runs, n):
+    """Recall@10 at L = 100 by shape and filter: gate / post / pgvector; each
+    cell from the newest default-option run with pgvector that measured it;
+    then unfiltered at L = 400, self-queries and queries at recall 0."""
+    cand, pairs = _matrix(runs, n)
+    rows, used = [], []
+    for shape, metric in pairs:
+        cells, rs, zeros = [], [], []
+        for wl in WORKLOADS:
+            for r in cand:
+                g = _pt(r, shape, metric, wl, "gateann_gate", 100)
+                if g:
+                    v = _pt(r, shape, metric, wl, "pgvector", 100)
+                    if wl == "none":
+                        cells.append(f"{f3(g['recall'])} / {f3(v and v['recall'])}")
+                    else:
+                        p = _pt(r, shape, metric, wl, "gateann_post", 100)
+                        cells.append(f"{f3(g['recall'])} / {f3(p and p['recall'])} / "
+                                     f"{f3(v and v['recall'])}")
+                    if g.get("zero"):
+                        zeros.append(f"{wl} {g['zero'] * 100:.1f} %")
+                    rs.append(r)
+                    break
+            else:
+                cells.append("–")
+        l400 = "–"
+        for r in cand:
+            g = _pt(r, shape, metric, "none", "gateann_gate", 400)
+            if g:
+                v = _pt(r, shape, metric, "none", "pgvector", 400)
+                l400 = f"{f3(g['recall'])} / {f3(v and v['recall'])}"
+                rs.append(r)
+                break
+        fr = next((r for r in cand if _fact(r, shape, metric)), None)
+        st = (_fact(fr, shape, metric) or {}).get("self_top1", {}) if fr else {}
+        if fr:
+            rs.append(fr)
+        rows.append([shape, metric, cells[0], l400] + cells[1:]
+                    + [f"{f3(st.get('gate'))} / {f3(st.get('pgvector'))}",
+                       ", ".join(zeros) or "none", refs(rs)])
+        used += rs
+    if not rows:
+        return not_measured(f"`bench/run.sh shapes --n {n}`")
+    return table(["shape", "metric", "none", "none, L = 400"] + WORKLOADS[1:]
+                 + ["self top-1: gate / pgvector", "gate: queries at recall 0", "runs"],
+                 rows) + [""] + footnotes(used)
+
+
+def t_matrix_builds(runs, n):
+    """Per shape: builds, from the newest default-option run with pgvector."""
+    cand, pairs = _matrix(runs, n)
+    rows = []
+    for shape, metric in pairs:
+        fr = next((r for r in cand if _fact(r, shape, metric)), None)
+        if not fr:
+            continue
+        f = _fact(fr, shape, metric)
+        info = f.get("info", {})
+        br = info.get("build_recall")
+        rows.append([shape, metric, f"{fms(f.get('gateann_build_s'))} / {fms(f.get('hnsw_build_s'))}",
+                     f3(br) if br is not None else "–", info.get("tunnel_neighbors", "–"), ref(fr)])
+    if not rows:
+        return not_measured(f"`bench/run.sh shapes --n {n}`")
+    # the runs are those of the recall table above it (footnotes there)
+    return table(["shape", "metric", "build s: gateann / HNSW", "build_recall",
+                  "tunnel prefix", "run"], rows)
+
+
+def t_shapes_1m(runs):
+    """1M rows, each shape and workload: gate, post, pgvector in the same run."""
+    rows, used, seen = [], [], set()
+    big = [r for r in of_kind(runs, "shapes")
+           if (r.get("options", {}).get("n") or 0) >= 1_000_000
+           and (r["options"].get("gateann_with") or "") == ""
+           and (r["options"].get("pgvector_with") or "") in DEFAULT_HNSW]
+    keys = []
+    for r in big:
+        for p in r.get("points", []):
+            k = (r["options"]["n"], p["shape"], p["metric"], p["workload"])
+            if k in seen or p["engine"] != "gateann_gate":
+                continue
+            seen.add(k)
+            keys.append((k, r))
+    order = {w: i for i, w in enumerate(WORKLOADS)}
+    keys.sort(key=lambda kr: (kr[0][0],) + _shape_key(kr[0][1:3]) + (order.get(kr[0][3], 99),))
+    for (n, shape, metric, wl), r in keys:
+        g1 = _pt(r, shape, metric, wl, "gateann_gate", 100)
+        g4 = _pt(r, shape, metric, wl, "gateann_gate", 400)
+        po = _pt(r, shape, metric, wl, "gateann_post", 100)
+        v1 = _pt(r, shape, metric, wl, "pgvector", 100)
+        v4 = _pt(r, shape, metric, wl, "pgvector", 400)
+
+        def rr(p):
+            return "–" if not p else f"{f3(p['recall'])} ({fint(p.get('reads'))})"
+
+        def z(p):
+            return "–" if not p or p.get("zero") is None else f"{p['zero'] * 100:.0f} %"
+        rows.append([rows_label(n), shape, metric, wl, rr(g1), f3(g4 and g4["recall"]), rr(po),
+                     f"{f3(v1 and v1['recall'])} / {f3(v4 and v4['recall'])}",
+                     f"{z(g1)} / {z(v1)}",
+                     f"{fms(g1 and g1.get('ms'))} / {fms(v1 and v1.get('ms'))}", ref(r)])
+        used.append(r)
+    if not rows:
+        return not_measured("`bench/run.sh shapes --n 1000000`")
+    return table(["rows", "shape", "metric", "workload", "gate L = 100 (reads)", "gate L = 400",
+                  "post L = 100 (reads)", "pgvector ef 100 / 400", "queries at recall 0: gate / pgvector",
+                  "mean ms: gate / pgvector", "run"], rows) + [""] + footnotes(used)
+
+
+def t_build_1m(runs):
+    """Builds of the 1M shapes runs: gateann against HNSW on the same rows."""
+    rows, used, seen = [], [], set()
+    for r in of_kind(runs, "shapes"):
+        o = r.get("options", {})
+        if (o.get("n") or 0) < 1_000_000 or (o.get("gateann_with") or "") != "":
+            continue
+        for f in r.get("facts", []):
+            k = (o["n"], f["shape"], f["metric"])
+            if k in seen:
+                continue
+            seen.add(k)
+            info = f.get("info", {})
+            st = f.get("self_top1", {})
+            pages = info.get("pages")
+            rows.append([rows_label(o["n"]), f["shape"], f["metric"],
+                         f"{fms(f.get('gateann_build_s'))} / {fms(f.get('hnsw_build_s'))}",
+                         mib(pages * 8192 if pages else None),
+                         f"{mb(info.get('pq_bytes'))} / {mb(info.get('neighbor_store_bytes'))}",
+                         info.get("tunnel_neighbors", "–"), f3(info.get("build_recall")),
+                         f"{f3(st.get('gate'))} / {f3(st.get('pgvector'))}", ref(r)])
+            used.append(r)
+    rows.sort(key=lambda x: _shape_key((x[1], x[2])))
+    if not rows:
+        return not_measured("`bench/run.sh shapes --n 1000000`")
+    # the runs are those of the shapes_1m table (footnotes there)
+    return table(["rows", "shape", "metric", "build s: gateann / HNSW", "index MiB",
+                  "stores MB: PQ / neighbor", "tunnel prefix", "build_recall",
+                  "self top-1: gate / pgvector", "run"], rows)
+
+
+def t_degree(runs):
+    """Runs with non-default index options (gateann's degree and build list,
+    HNSW's m): every engine row of those runs, newest per (rows, shape,
+    engine, options)."""
+    rows, used, seen = [], [], set()
+    for r in of_kind(runs, "shapes"):
+        o = r.get("options", {})
+        gw = o.get("gateann_with") or ""
+        pw = o.get("pgvector_with") or ""
+        if gw == "" and pw in DEFAULT_HNSW:
+            continue
+        for f in r.get("facts", []):
+            for eng, opts, build in (("gateann", gw or "defaults", f.get("gateann_build_s")),
+                                     ("pgvector", pw or "m = 16, ef_construction = 64",
+                                      f.get("hnsw_build_s"))):
+                if eng == "pgvector" and "pgvector" not in (o.get("engines") or []):
+                    continue
+                k = (o["n"], f["shape"], f["metric"], eng, opts)
+                if k in seen:
+                    continue
+                seen.add(k)
+                e = "gateann_gate" if eng == "gateann" else "pgvector"
+                cells = []
+                for L in (100, 400, 800):
+                    p = _pt(r, f["shape"], f["metric"], "none", e, L)
+                    cells.append(f3(p and p["recall"]))
+                if eng == "gateann":
+                    u = _pt(r, f["shape"], f["metric"], "u10", "gateann_gate", 100)
+                    up = _pt(r, f["shape"], f["metric"], "u10", "gateann_post", 100)
+                    u10 = f"{f3(u and u['recall'])} / {f3(up and up['recall'])}" if u else "–"
+                    br = f3(f.get("info", {}).get("build_recall"))
+                    st = f.get("self_top1", {}).get("gate")
+                else:
+                    u10, br, st = "–", "–", f.get("self_top1", {}).get("pgvector")
+                rows.append([rows_label(o["n"]), f["shape"], f"{eng}: {opts}", fms(build)]
+                            + cells + [u10, f3(st), br, ref(r)])
+                used.append(r)
+    rows.sort(key=lambda x: (x[1], x[0], x[2]))
+    if not rows:
+        return not_measured("`bench/run.sh shapes --gateann-with ...`")
+    return table(["rows", "shape", "engine: options", "build s", "none L = 100", "L = 400", "L = 800",
+                  "u10 gate / post, L = 100", "self top-1", "build_recall", "run"],
+                 rows) + [""] + footnotes(used)
+
+
+def t_writes(runs):
+    """Writes benchmark steps, newest run per data-set size."""
+    rows, used, seen = [], [], set()
+    for r in of_kind(runs, "writes"):
+        if r.get("n") in seen:
+            continue
+        seen.add(r.get("n"))
+        s = r.get("steps", {})
+
+        def g(step, k):
+            return s.get(step, {}).get(k)
+        rows.append([f"{rows_label(r.get('n'))}: {r.get('base_rows'):,} built, "
+                     f"+{r.get('inserted_rows'):,} / −{r.get('deleted_rows'):,}",
+                     fms(g("build", "seconds")),
+                     f"{fint(g('insert_c1', 'rows_per_second'))} / {fint(g('insert_c2', 'rows_per_second'))}",
+                     f"{fms(g('vacuum', 'seconds'))} ({fint(g('vacuum', 'free_slots'))} slots freed)",
+                     f"{fint(g('reinsert_c2', 'rows_per_second'))} ({fint(g('after_reinsert', 'free_slots'))} left)",
+                     f"{mib(g('build', 'index_bytes'))} → {mib(g('after_inserts', 'index_bytes'))} → "
+                     f"{mib(g('after_reinsert', 'index_bytes'))}",
+                     f"{fms(g('fresh', 'seconds'))} / {fms(g('reindex', 'seconds'))}", ref(r)])
+        used.append(r)
+    if not rows:
+        return not_measured("`bench/run.sh writes`")
+    return table(["data", "build s", "insert rows/s: 1 / 2 clients", "delete 20 % + VACUUM s",
+                  "re-insert rows/s, 2 clients (free slots)", "index MiB: built → +inserts → re-inserted",
+                  "fresh build s / REINDEX s", "run"], rows) + [""] + footnotes(used)
+
+
+def t_writes_recall(runs):
+    rows, used, seen = [], [], set()
+    for r in of_kind(runs, "writes"):
+        if r.get("n") in seen:
+            continue
+        seen.add(r.get("n"))
+        rc = r.get("recall", {})
+
+        def get(key, wl, L):
+            return next((x["recall"] for x in rc.get(key, []) if x["workload"] == wl and x["L"] == L), None)
+        pts = sorted({(x["workload"], x["L"]) for x in rc.get("churned", [])},
+                     key=lambda k: (k[0] != "unfiltered", k[0], k[1]))
+        for wl, L in pts:
+            c, f = get("churned", wl, L), get("fresh", wl, L)
+            cr, fr = get("churned_reinsert", wl, L), get("fresh_reinsert", wl, L)
+
+            def pair(a, b):
+                if a is None or b is None:
+                    return "–"
+                return f"{a:.3f} / {b:.3f} ({a - b:+.3f})"
+            rows.append([rows_label(r.get("n")), wl, L, pair(c, f), pair(cr, fr), ref(r)])
+        used.append(r)
+    if not rows:
+        return not_measured("`bench/run.sh writes`")
+    return table(["rows", "workload", "L", "after churn / fresh build (difference)",
+                  "after re-inserting / REINDEX (difference)", "run"], rows)
+
+
+def t_mix(runs):
+    rows, used, seen = [], [], set()
+    for r in of_kind(runs, "mix"):
+        k = bool(r.get("kill_every_s"))
+        if k in seen:
+            continue
+        seen.add(k)
+        tps = r.get("tps", {})
+        m = r.get("maintenance", {})
+        lost = r.get("lost_rows") or {}
+        rows.append([f"{r.get('minutes'):g} min, {r.get('clients')} clients"
+                     + (f", kill -9 every {r['kill_every_s']:g} s" if k else ""),
+                     " / ".join(fint(tps.get(x)) for x in ("insert", "update", "delete", "query")),
+                     f"{m.get('VACUUM', 0)} / {m.get('REINDEX CONCURRENTLY', 0)} / {m.get('ALTER INDEX', 0)}"
+                     f" (longest VACUUM {r.get('longest_vacuum_s', 0):.1f} s)",
+                     f"{r.get('kills', 0)} ({r.get('lost_connections_at_kills') or 0} connections lost)",
+                     f"{r.get('failed_transactions')} / {r.get('pgbench_errors')} / {r.get('maintenance_errors')}",
+                     f"{fint(r.get('table_rows'))} / {fint(r.get('live_nodes'))}",
+                     r.get("verify_problems"),
+                     f"{lost.get('lost')} of {fint(lost.get('checked'))}",
+                     "**OK**" if r.get("ok") else "**FAILED**", ref(r)])
+        used.append(r)
+    if not rows:
+        return not_measured("`bench/run.sh mix`")
+    return table(["soak", "tps: insert / update / delete / query", "VACUUM / REINDEX CONCURRENTLY / ALTER INDEX",
+                  "kill -9 of a writer", "failed transactions / pgbench errors / maintenance errors",
+                  "rows / live nodes after", "gateann_verify problems", "rows not found by their vector",
+                  "result", "run"], rows) + [""] + footnotes(used)
+
+
+def t_fuzz(runs):
+    """The fuzz harness, newest run per PostgreSQL major version."""
+    rows, used, seen = [], [], set()
+    for r in of_kind(runs, "fuzz"):
+        major = (r.get("server") or "?").split(".")[0]
+        if major in seen:
+            continue
+        seen.add(major)
+        secs = r.get("fuzz_seconds") or r.get("seconds")
+        rows.append([f"PG {r.get('server')}", f"{fint(secs)} s, seed {r.get('seed')}",
+                     fint(r.get("inputs")), fint(r.get("queries")), fint(r.get("kills")),
+                     f"{fint(r.get('damaged'))} ({fint(r.get('corruption_errors'))})",
+                     f"{r.get('crashes')} / {r.get('wrong_rows')} / {r.get('unexpected_errors')}",
+                     f"{r.get('short_strict')} / {r.get('short_relaxed')}", ref(r)])
+        used.append(r)
+    rows.sort(key=lambda x: x[0])
+    if not rows:
+        return not_measured("`bench/run.sh fuzz`")
+    return table(["server", "duration", "inputs", "queries checked against a seq scan", "kill -9",
+                  "damaged index files (corruption errors)", "crashes / wrong rows / unexpected errors",
+                  "short strict / relaxed_order scans", "run"], rows) + [""] + footnotes(used)
+
+
+def t_pgvector(runs):
+    """The pgvector preset (QPS beside pgvector HNSW, 100K): newest run only."""
+    cand = of_kind(runs, "pgvector")
+    if not cand:
+        return not_measured("`bench/run.sh pgvector` (QPS beside pgvector HNSW at 100K); "
+                            "curate it with `python3 bench/results_page.py --curate`")
+    r = cand[0]
+    Ls = sorted({p["L"] for p in r["points"] if p.get("L")})
+    rows = []
+    for wl in dict.fromkeys(p["workload"] for p in r["points"]):
+        for eng in ("gateann", "gateann_vector", "pgvector"):
+            cells = []
+            for L in Ls:
+                p = next((p for p in r["points"] if p["workload"] == wl and p["engine"] == eng
+                          and p.get("L") == L and "extra" not in p
+                          and p.get("mode") in (None, "gate")), None)
+                cells.append("–" if not p else f"{f3(p.get('recall'))} / {fint(p.get('qps1'))} / "
+                                               f"{fint(p.get('qps2'))}")
+            if any(c != "–" for c in cells):
+                rows.append([wl, eng] + cells)
+    return (table(["workload", "engine"] + [f"L / ef_search = {L}" for L in Ls], rows)
+            + ["", "Cells: recall@10 / QPS 1 client / QPS 2 clients.", ""] + footnotes([r]))
+
+
+TABLES = {
+    "build": t_build,
+    "quick": t_quick,
+    "filter_1m": t_filter,
+    "shapes_1m": t_shapes_1m,
+    "build_1m": t_build_1m,
+    "matrix_20k": lambda runs: t_matrix(runs, 20000),
+    "matrix_100k": lambda runs: t_matrix(runs, 100000),
+    "matrix_100k_builds": lambda runs: t_matrix_builds(runs, 100000),
+    "degree": t_degree,
+    "writes": t_writes,
+    "writes_recall": t_writes_recall,
+    "mix": t_mix,
+    "fuzz": t_fuzz,
+    "pgvector": t_pgvector,
+}
+
+MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+
+
+def render(page, runs):
+    names = []
+
+    def sub(m):
+        name = m.group(2)
+        if name not in TABLES:
+            raise SystemExit(f"results_page: unknown table '{name}' in {PAGE}")
+        names.append(name)
+        body = "\n".join(TABLES[name](runs)).rstrip("\n")
+        return f"{m.group(1)}{body}\n{m.group(4)}"
+    out = MARKER.sub(sub, page)
+    for name in TABLES:
+        if name not in names:
+            print(f"results_page: table '{name}' has no marker in RESULTS.md", file=sys.stderr)
+    return out
+
+
+def used_runs(text):
+    return sorted(set(re.findall(r"`([A-Za-z_]+-[^`\s]+)` [0-9a-f?]{1,7}\+?", text)))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--curate", nargs="+", metavar="RUN_DIR",
+                    help="write bench/results/curated/<run>.json from these run directories")
+    ap.add_argument("--note", help="with --curate: a line shown beside the run on the page")
+    ap.add_argument("--curated-only", action="store_true",
+                    help="ignore run directories without a curated summary")
+    ap.add_argument("--check", action="store_true", help="exit 1 if RESULTS.md would change")
+    ap.add_argument("--list", action="store_true", help="print the runs each table uses")
+    a = ap.parse_args()
+
+    if a.curate:
+        os.makedirs(CURATED, exist_ok=True)
+        for d in a.curate:
+            s = summarize(d)
+            if s is None:
+                raise SystemExit(f"results_page: {d}: not a run the page knows how to read")
+            dest = os.path.join(CURATED, s["run"] + ".json")
+            old = {}
+            if os.path.exists(dest):
+                with open(dest) as f:
+                    old = json.load(f)
+            note = a.note if a.note is not None else old.get("note")
+            if note:
+                s["note"] = note
+            head = ("run", "kind", "started", "commit", "dirty", "command", "server",
+                    "seconds", "note", "source")
+            s = {**{k: s[k] for k in head if k in s}, **{k: v for k, v in s.items() if k not in head}}
+            with open(dest, "w") as f:
+                f.write(dump(s))
+            print(f"wrote {os.path.relpath(dest, REPO)} ({os.path.getsize(dest):,} bytes)")
+
+    runs, raw = load_runs(a.curated_only)
+    with open(PAGE) as f:
+        page = f.read()
+    new = render(page, runs)
+    on_page = used_runs(new)
+    if a.list:
+        for m in MARKER.finditer(new):
+            print(f"{m.group(2)}: {', '.join(used_runs(m.group(3))) or '(none)'}")
+    uncurated = [r for r in raw if r in on_page]
+    if uncurated:
+        print("results_page: on the page but not curated (run --curate on them before committing): "
+              + ", ".join(uncurated), file=sys.stderr)
+    if a.check:
+        if new != page:
+            print("results_page: bench/RESULTS.md is out of date", file=sys.stderr)
+            return 1
+        return 0
+    if new != page:
+        with open(PAGE, "w") as f:
+            f.write(new)
+        print(f"updated {os.path.relpath(PAGE, REPO)}")
+    else:
+        print(f"{os.path.relpath(PAGE, REPO)} is up to date")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
