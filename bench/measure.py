@@ -23,7 +23,7 @@ K = 10  # recall@K, the LIMIT of every query
 
 LAST_SCAN_COLS = ["visited", "reads", "buffer_hits", "tunneled", "filter_checks",
                   "filter_false_positives", "exact_distances", "pq_distances", "returned",
-                  "io_wait_us", "tunnel_us", "compute_us"]
+                  "io_wait_us", "tunnel_us", "compute_us", "resident_hits", "page_cache_hits"]
 
 
 

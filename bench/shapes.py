@@ -321,7 +321,8 @@ def run_queries(conn, table: str, metric: str, engine: str, q: np.ndarray, wl: s
                             f"{_lit(v, engine)} LIMIT {K}").fetchall()
         found.append([r[0] for r in rows])
         if engine.startswith("gateann"):
-            st = conn.execute("SELECT reads, tunneled, strategy FROM gateann_last_scan()").fetchone()
+            st = conn.execute("SELECT reads + buffer_hits + resident_hits + page_cache_hits, tunneled, "
+                              "strategy FROM gateann_last_scan()").fetchone()
             counters.setdefault("reads", []).append(st[0])
             counters.setdefault("tunneled", []).append(st[1])
             counters.setdefault("strategy", []).append(st[2])

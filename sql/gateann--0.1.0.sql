@@ -262,7 +262,8 @@ CREATE FUNCTION gateann_last_scan(
 	OUT pq_distances bigint, OUT returned bigint, OUT io_wait_us bigint,
 	OUT tunnel_us bigint, OUT compute_us bigint, OUT io_method text,
 	OUT io_direct boolean, OUT strategy text, OUT recoveries bigint,
-	OUT budget_exhausted boolean, OUT skipped bigint)
+	OUT budget_exhausted boolean, OUT skipped bigint,
+	OUT resident_hits bigint, OUT page_cache_hits bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 

@@ -25,7 +25,7 @@ BEGIN
   EXECUTE format('SELECT array_agg(id ORDER BY id) FROM (SELECT id FROM fm WHERE %s
                   ORDER BY v <-> array_fill(0.5::real, ARRAY[8]) LIMIT 10) r', cond) INTO got;
   SELECT * INTO s FROM gateann_last_scan();
-  INSERT INTO runs VALUES (mode, cond, got, s.visited, s.reads + s.buffer_hits, s.tunneled,
+  INSERT INTO runs VALUES (mode, cond, got, s.visited, s.reads + s.buffer_hits + s.resident_hits + s.page_cache_hits, s.tunneled,
                            s.filter_checks, s.exact_distances, s.returned);
 END $$;
 SELECT run(m, c) FROM unnest(ARRAY['gate', 'post', 'early']) m,

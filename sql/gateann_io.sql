@@ -30,7 +30,8 @@ SET gateann.search_list_size = 100;
 SET client_min_messages = warning;
 
 CREATE TEMP TABLE io_runs (method text, width int, q int, ids int[],
-                           used text, reads bigint, buffer_hits bigint, direct bool);
+                           used text, reads bigint, buffer_hits bigint, direct bool,
+                           from_memory bigint);
 CREATE FUNCTION io_run(m text, w int) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   qv real[];
@@ -45,7 +46,7 @@ BEGIN
       FROM (SELECT id FROM io_items ORDER BY v <-> qv LIMIT 10) t;
     SELECT * INTO s FROM gateann_last_scan();
     INSERT INTO io_runs VALUES (m, w, qn, res, s.io_method, s.reads, s.buffer_hits,
-                               s.io_direct);
+                               s.io_direct, s.resident_hits + s.page_cache_hits);
   END LOOP;
 END $$;
 
@@ -62,11 +63,13 @@ SELECT io_run('auto', 16);
 
 -- what each setting used; file methods read pages from the file (and, the
 -- file being up to date, never fell back to shared buffers), buffer copies
--- them out of shared buffers; every run returns the same rows as buffer at
--- width 16
+-- them out of shared buffers, auto copies what memory holds (here: shared
+-- buffers hold every page) and reads the rest; every run returns the same
+-- rows as buffer at width 16
 SELECT r.method, r.width, string_agg(DISTINCT r.used, ',') AS used,
        bool_and(r.reads > 0) AS all_read_file,
        bool_or(r.buffer_hits > 0) AS some_buffer_reads,
+       bool_and(r.from_memory > 0) AS all_from_memory,
        bool_and(cardinality(r.ids) = 10) AS ten_rows,
        bool_and(r.ids = b.ids) AS same_rows
   FROM io_runs r

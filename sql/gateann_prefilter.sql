@@ -44,7 +44,8 @@ EXPLAIN (COSTS OFF) SELECT id FROM pf WHERE label = 99
 -- tunneling, every matching node read (L exceeds their number), so the rows
 -- are the exact answer in exact order
 SELECT knn('label = 99') = exact_knn('label = 99') AS exact;
-SELECT strategy, tunneled, reads + buffer_hits = (SELECT count(*) FROM pf WHERE label = 99) AS read_all_matches,
+SELECT strategy, tunneled, reads + buffer_hits + resident_hits + page_cache_hits =
+         (SELECT count(*) FROM pf WHERE label = 99) AS read_all_matches,
        filter_checks >= 4000 AS checked_every_node, filter_false_positives, returned
   FROM gateann_last_scan();
 -- a Bloom-filtered label set (about 1 %): false positives are verified away
@@ -56,7 +57,8 @@ SELECT strategy, tunneled FROM gateann_last_scan();
 -- a conjunction, and a filter nothing matches
 SELECT knn('label = 99 AND price < 500') = exact_knn('label = 99 AND price < 500') AS exact;
 SELECT knn('label = 99 AND price > 5000') AS none;
-SELECT strategy, reads, returned FROM gateann_last_scan();
+SELECT strategy, reads + buffer_hits + resident_hits + page_cache_hits AS reads, returned
+  FROM gateann_last_scan();
 
 -- a common label stays a graph search; so does everything in post and early
 -- mode, and with pre-filtering turned off
@@ -135,7 +137,8 @@ SELECT count(DISTINCT vid) >= 10 AS ten_vectors_or_more, max(n) AS most_copies, 
           FROM (SELECT vid FROM pfdup WHERE label = 7
                  ORDER BY v <-> array_fill(0::real, ARRAY[4]) LIMIT 1000) r
          GROUP BY vid) g;
-SELECT strategy, reads + buffer_hits AS reads FROM gateann_last_scan();
+SELECT strategy, reads + buffer_hits + resident_hits + page_cache_hits AS reads
+  FROM gateann_last_scan();
 RESET gateann.iterative_scan;
 -- with strict order, the first 10 rows are the exact answer's distances
 SELECT (SELECT array_agg(round((v <-> array_fill(0::real, ARRAY[4]))::numeric, 5))

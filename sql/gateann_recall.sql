@@ -62,7 +62,7 @@ SELECT avg(r) >= 0.99 AS mean_ok, min(r) >= 0.9 AS worst_ok
 CREATE FUNCTION reads_of(qv real[]) RETURNS bigint LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM count(*) FROM (SELECT id FROM tight ORDER BY v <=> qv LIMIT 10) s;
-  RETURN (SELECT reads FROM gateann_last_scan());
+  RETURN (SELECT reads + buffer_hits + resident_hits + page_cache_hits FROM gateann_last_scan());
 END $$;
 SELECT avg(reads_of(tight)) <= 150 AS one_round FROM q;
 SET gateann.search_list_size = 40;

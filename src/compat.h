@@ -46,6 +46,21 @@
 #define gateann_relpath_main(rel) \
 	relpathbackend((rel)->rd_node, (rel)->rd_backend, MAIN_FORKNUM)
 #endif
+/*
+ * --- io.c: a buffer tag for a block of the relation's main fork, and
+ * ReadRecentBuffer(), which take a RelFileLocator from PG16 on.
+ */
+#if PG_VERSION_NUM >= 160000
+#define gateann_buffer_tag(tag, rel, blkno) \
+	InitBufferTag((tag), &(rel)->rd_locator, MAIN_FORKNUM, (blkno))
+#define gateann_read_recent_buffer(rel, blkno, buffer) \
+	ReadRecentBuffer((rel)->rd_locator, MAIN_FORKNUM, (blkno), (buffer))
+#else
+#define gateann_buffer_tag(tag, rel, blkno) \
+	INIT_BUFFERTAG(*(tag), (rel)->rd_node, MAIN_FORKNUM, (blkno))
+#define gateann_read_recent_buffer(rel, blkno, buffer) \
+	ReadRecentBuffer((rel)->rd_node, MAIN_FORKNUM, (blkno), (buffer))
+#endif
 /* --- end io.c */
 
 /* PG16 replaced pg_class_ownercheck() by object_ownercheck(). */

@@ -353,6 +353,8 @@ typedef struct GateannScanStats
 	bool		budget_exhausted;	/* stopped at gateann.max_scan_tuples */
 	int64		skipped;		/* strict_order: rows found after a farther row
 								 * had been returned, left out */
+	int64		resident_hits;	/* io_method auto: pages shared buffers held */
+	int64		page_cache_hits;	/* ... and the kernel's page cache */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

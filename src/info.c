@@ -32,8 +32,8 @@ Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[18];
-	bool		nulls[18] = {0};
+	Datum		values[20];
+	bool		nulls[20] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -57,6 +57,8 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[15] = Int64GetDatum(s->recoveries);
 	values[16] = BoolGetDatum(s->budget_exhausted);
 	values[17] = Int64GetDatum(s->skipped);
+	values[18] = Int64GetDatum(s->resident_hits);
+	values[19] = Int64GetDatum(s->page_cache_hits);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -56,6 +56,8 @@
 #include "postgres.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <liburing.h>
 
@@ -64,6 +66,7 @@
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/checksum.h"
@@ -79,6 +82,9 @@
 
 /* Submission queue depth of the per-backend ring (completion queue: twice) */
 #define GATEANN_RING_DEPTH		256
+
+/* Kernel pages one page-cache probe asks about: 32 blocks of 8 kB, 4 kB pages */
+#define GATEANN_IO_MINCORE_PAGES	64
 
 /* Alignment of read buffers: O_DIRECT needs the logical block size, 4096 covers it */
 #define GATEANN_IO_ALIGN		4096
@@ -97,6 +103,12 @@ static const struct config_enum_entry gateann_io_method_options[] = {
 	{NULL, 0, false}
 };
 
+/* Where a read's bytes came from */
+#define SOURCE_FILE			0	/* the file: the device (O_DIRECT) or the page cache */
+#define SOURCE_BUFFERS		1	/* ReadBuffer: shared buffers, loading what is missing */
+#define SOURCE_RESIDENT		2	/* auto: shared buffers held every page already */
+#define SOURCE_PAGE_CACHE	3	/* auto: the kernel's page cache held every page */
+
 /* Slot states */
 #define SLOT_FREE		0		/* on the free list */
 #define SLOT_INFLIGHT	1		/* read submitted to the ring, not reaped */
@@ -111,6 +123,7 @@ typedef struct GateannIoSlot
 	int			state;			/* SLOT_* */
 	GateannIo  *owner;			/* NULL when free or orphaned */
 	bool		direct;			/* read was issued on an O_DIRECT file */
+	uint8		source;			/* SOURCE_*: where the bytes came from */
 	uint64		tag;
 	BlockNumber blkno;
 	int			nblocks;
@@ -126,9 +139,19 @@ struct GateannIo
 	Oid			relid;
 	GateannIoMethod method;		/* URING, PREAD or BUFFER */
 	bool		direct;			/* open segment files with O_DIRECT */
+	bool		tiered;			/* auto: shared buffers, then the page cache,
+								 * then the device (probe_sources) */
+	bool		nowait;			/* page-cache probes work (mincore, RWF_NOWAIT) */
+	size_t		os_page;		/* the kernel's page size */
 	char	   *path;			/* main fork, relative to the data directory */
 	int		   *fds;			/* per segment number; -1 = not open */
 	int			nfds;
+	int		   *cached_fds;		/* the same opened without O_DIRECT, for
+								 * page-cache probes; -1 = not open */
+	int			ncached_fds;
+	char	  **cached_maps;	/* per segment: a mapping of it, for mincore
+								 * (never touched); NULL = not mapped */
+	int			ncached_maps;
 	int			width;
 	int			max_blocks;
 	int			inflight;		/* submitted, not yet returned by next */
@@ -138,6 +161,8 @@ struct GateannIo
 	int			held;			/* slot returned by the last next, or -1 */
 	int64		pages_read;
 	int64		buffer_pages;
+	int64		resident_pages;
+	int64		cached_pages;
 	int64		failed;
 	instr_time	wait_time;
 };
@@ -420,6 +445,67 @@ close_segments(GateannIo *io)
 			io->fds[i] = -1;
 		}
 	}
+	for (i = 0; i < io->ncached_fds; i++)
+	{
+		if (io->cached_fds[i] >= 0)
+		{
+			close(io->cached_fds[i]);
+			ReleaseExternalFD();
+			io->cached_fds[i] = -1;
+		}
+	}
+	for (i = 0; i < io->ncached_maps; i++)
+	{
+		if (io->cached_maps[i] != NULL)
+		{
+			munmap(io->cached_maps[i], (size_t) RELSEG_SIZE * BLCKSZ);
+			io->cached_maps[i] = NULL;
+		}
+	}
+}
+
+/* Make room in a per-segment descriptor array for segment segno */
+static void
+fd_array_reserve(int **fds, int *nfds, BlockNumber segno)
+{
+	int			newn,
+				i;
+
+	if (segno < (BlockNumber) *nfds)
+		return;
+	newn = Max(*nfds * 2, (int) segno + 1);
+	if (*fds == NULL)
+		*fds = MemoryContextAlloc(TopMemoryContext, newn * sizeof(int));
+	else
+		*fds = repalloc(*fds, newn * sizeof(int));
+	for (i = *nfds; i < newn; i++)
+		(*fds)[i] = -1;
+	*nfds = newn;
+}
+
+/*
+ * Segment segno opened without O_DIRECT, for reads that may only be served
+ * by the page cache; -1 if it cannot be opened (the probe is skipped).
+ */
+static int
+cached_segment(GateannIo *io, BlockNumber segno)
+{
+	char	   *path;
+	int			fd;
+
+	fd_array_reserve(&io->cached_fds, &io->ncached_fds, segno);
+	if (io->cached_fds[segno] >= 0)
+		return io->cached_fds[segno];
+	path = segno == 0 ? io->path : psprintf("%s.%u", io->path, segno);
+	ReserveExternalFD();
+	fd = BasicOpenFile(path, O_RDONLY | PG_BINARY);
+	if (fd < 0)
+		ReleaseExternalFD();
+	else
+		io->cached_fds[segno] = fd;
+	if (path != io->path)
+		pfree(path);
+	return fd;
 }
 
 /*
@@ -433,19 +519,7 @@ open_segment(GateannIo *io, BlockNumber segno, int *err)
 	char	   *path;
 	int			fd = -1;
 
-	if (segno >= (BlockNumber) io->nfds)
-	{
-		int			newn = Max(io->nfds * 2, (int) segno + 1);
-		int			i;
-
-		if (io->fds == NULL)
-			io->fds = MemoryContextAlloc(TopMemoryContext, newn * sizeof(int));
-		else
-			io->fds = repalloc(io->fds, newn * sizeof(int));
-		for (i = io->nfds; i < newn; i++)
-			io->fds[i] = -1;
-		io->nfds = newn;
-	}
+	fd_array_reserve(&io->fds, &io->nfds, segno);
 	if (io->fds[segno] >= 0)
 		return io->fds[segno];
 
@@ -585,26 +659,151 @@ slot_read_buffers(GateannIo *io, int idx)
 		memcpy(s->buf + (Size) i * BLCKSZ, BufferGetPage(buf), BLCKSZ);
 		UnlockReleaseBuffer(buf);
 	}
-
-	/*
-	 * A page in shared buffers carries the checksum of its last write, not
-	 * of its current contents (bufmgr sets it on a copy as it writes).  Set
-	 * it in our copy, as a write would, so that gateann_io_pages_valid
-	 * accepts every page whatever the method.
-	 */
-	if (DataChecksumsEnabled())
-	{
-		for (i = 0; i < s->nblocks; i++)
-		{
-			char	   *page = s->buf + (Size) i * BLCKSZ;
-
-			if (!PageIsNew((Page) page))
-				((PageHeader) page)->pd_checksum = pg_checksum_page(page, s->blkno + i);
-		}
-	}
 	INSTR_TIME_SET_CURRENT(end);
 	INSTR_TIME_ACCUM_DIFF(io->wait_time, end, start);
 	s->result = s->nblocks * BLCKSZ;
+}
+
+/* ------------------------------------------------------ cheapest source */
+
+/*
+ * Copy the slot's blocks out of shared buffers if every one of them is
+ * there now, without loading any: a look in the buffer mapping table, then
+ * a pin that holds only if the buffer still holds the block.  False (and
+ * nothing kept) as soon as one is not.
+ */
+static bool
+read_resident(GateannIo *io, GateannIoSlot *s)
+{
+	int			i;
+
+	for (i = 0; i < s->nblocks; i++)
+	{
+		BufferTag	tag;
+		uint32		hash;
+		LWLock	   *partition;
+		int			buf_id;
+		Buffer		buf;
+		char	   *page = s->buf + (Size) i * BLCKSZ;
+
+		gateann_buffer_tag(&tag, io->index, s->blkno + i);
+		hash = BufTableHashCode(&tag);
+		partition = BufMappingPartitionLock(hash);
+		LWLockAcquire(partition, LW_SHARED);
+		buf_id = BufTableLookup(&tag, hash);
+		LWLockRelease(partition);
+		if (buf_id < 0)
+			return false;
+		buf = buf_id + 1;
+		if (!gateann_read_recent_buffer(io->index, s->blkno + i, buf))
+			return false;		/* evicted meanwhile */
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		memcpy(page, BufferGetPage(buf), BLCKSZ);
+		UnlockReleaseBuffer(buf);
+	}
+	return true;
+}
+
+/*
+ * A mapping of segment segno (never read through: mincore asks the kernel
+ * which of its pages the page cache holds), or NULL; a failure turns the
+ * probes off for this reader.
+ */
+static char *
+cached_map(GateannIo *io, BlockNumber segno, int fd)
+{
+	int			i;
+	void	   *map;
+
+	if (segno >= (BlockNumber) io->ncached_maps)
+	{
+		int			newn = Max(io->ncached_maps * 2, (int) segno + 1);
+
+		io->cached_maps = io->cached_maps == NULL ?
+			MemoryContextAlloc(TopMemoryContext, newn * sizeof(char *)) :
+			repalloc(io->cached_maps, newn * sizeof(char *));
+		for (i = io->ncached_maps; i < newn; i++)
+			io->cached_maps[i] = NULL;
+		io->ncached_maps = newn;
+	}
+	if (io->cached_maps[segno] != NULL)
+		return io->cached_maps[segno];
+	map = mmap(NULL, (size_t) RELSEG_SIZE * BLCKSZ, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+	{
+		io->nowait = false;
+		return NULL;
+	}
+	io->cached_maps[segno] = map;
+	return map;
+}
+
+/*
+ * Read the slot's blocks if the kernel's page cache holds them all.  Asking
+ * first (mincore on a mapping of the file) has no side effect; a read that
+ * merely may not wait (RWF_NOWAIT) would start reading a missing page into
+ * the cache, which the device read that follows would read again.  The read
+ * itself still may not wait: a page evicted since the question is left to
+ * the device.  False if a page is not there (or the kernel cannot say:
+ * then never again for this reader).
+ */
+static bool
+read_page_cache(GateannIo *io, GateannIoSlot *s)
+{
+#ifdef RWF_NOWAIT
+	BlockNumber segno = s->blkno / RELSEG_SIZE;
+	size_t		len = (size_t) s->nblocks * BLCKSZ;
+	off_t		off = (off_t) (s->blkno % RELSEG_SIZE) * BLCKSZ;
+	unsigned char resident[GATEANN_IO_MINCORE_PAGES];
+	size_t		npages;
+	size_t		i;
+	int			fd;
+	char	   *map;
+	struct iovec iov;
+	ssize_t		got;
+
+	if (segno != (s->blkno + s->nblocks - 1) / RELSEG_SIZE ||
+		(fd = cached_segment(io, segno)) < 0 || (map = cached_map(io, segno, fd)) == NULL)
+		return false;
+	npages = (len + io->os_page - 1) / io->os_page;
+	if (npages > lengthof(resident))
+		return false;			/* (records that long are read from the device) */
+	if (mincore(map + off, len, resident) != 0)
+	{
+		io->nowait = false;
+		return false;
+	}
+	for (i = 0; i < npages; i++)
+		if (!(resident[i] & 1))
+			return false;
+	iov.iov_base = s->buf;
+	iov.iov_len = len;
+	got = preadv2(fd, &iov, 1, off, RWF_NOWAIT);
+	return got == (ssize_t) len;
+#else
+	io->nowait = false;
+	return false;
+#endif
+}
+
+/*
+ * gateann.io_method = auto: serve a read from memory when memory holds it,
+ * shared buffers first, then the page cache; true if one did (the slot is
+ * done, its source set).  Otherwise the caller reads the device.  A page
+ * from either may lag what a writer holds in shared buffers exactly as the
+ * file does, and is checked the same way (store.h, marks).
+ */
+static bool
+probe_sources(GateannIo *io, GateannIoSlot *s)
+{
+	if (read_resident(io, s))
+		s->source = SOURCE_RESIDENT;
+	else if (io->nowait && read_page_cache(io, s))
+		s->source = SOURCE_PAGE_CACHE;
+	else
+		return false;
+	s->result = s->nblocks * BLCKSZ;
+	return true;
 }
 
 /* ------------------------------------------------------------ interface */
@@ -727,6 +926,13 @@ gateann_io_open(Relation index, int max_blocks, bool buffer_only)
 		else
 			io->method = GATEANN_IO_URING;
 	}
+	/* auto: memory first (probe_sources); local buffers are this backend's own */
+	io->tiered = gateann_io_method == GATEANN_IO_AUTO && io->method != GATEANN_IO_BUFFER &&
+		!RelationUsesLocalBuffers(index);
+	io->nowait = io->tiered;
+	io->os_page = (size_t) sysconf(_SC_PAGESIZE);
+	if (io->os_page == 0 || io->os_page > BLCKSZ || BLCKSZ % io->os_page != 0)
+		io->nowait = false;		/* (a block would not start on a page) */
 	if (why != NULL)
 	{
 		degrade_notice(wanted, io->method, why);
@@ -818,6 +1024,7 @@ gateann_io_submit(GateannIo *io, BlockNumber blkno, int nblocks, uint64 tag)
 	s->nblocks = nblocks;
 	/* until it is queued, an ERROR in a synchronous read frees it */
 	s->state = SLOT_DONE;
+	s->source = io->method == GATEANN_IO_BUFFER ? SOURCE_BUFFERS : SOURCE_FILE;
 	io->inflight++;
 
 	if (io->method == GATEANN_IO_BUFFER)
@@ -825,6 +1032,8 @@ gateann_io_submit(GateannIo *io, BlockNumber blkno, int nblocks, uint64 tag)
 		slot_read_buffers(io, idx);
 		done_push(io, idx);
 	}
+	else if (io->tiered && probe_sources(io, s))
+		done_push(io, idx);
 	else if (io->method == GATEANN_IO_PREAD ||
 			 blkno / RELSEG_SIZE != (blkno + nblocks - 1) / RELSEG_SIZE)
 	{
@@ -876,7 +1085,7 @@ gateann_io_submit(GateannIo *io, BlockNumber blkno, int nblocks, uint64 tag)
 
 bool
 gateann_io_next(GateannIo *io, bool wait, uint64 *tag,
-				BlockNumber *blkno_out, char **data)
+				BlockNumber *blkno_out, char **data, bool *current)
 {
 	GateannIoSlot *s;
 	int			idx;
@@ -935,13 +1144,26 @@ gateann_io_next(GateannIo *io, bool wait, uint64 *tag,
 	*tag = s->tag;
 	if (blkno_out)
 		*blkno_out = s->blkno;
+	if (current)
+		*current = s->source == SOURCE_BUFFERS || s->source == SOURCE_RESIDENT;
 	if (s->result == s->nblocks * BLCKSZ)
 	{
 		*data = s->buf;
-		if (io->method == GATEANN_IO_BUFFER)
-			io->buffer_pages += s->nblocks;
-		else
-			io->pages_read += s->nblocks;
+		switch (s->source)
+		{
+			case SOURCE_BUFFERS:
+				io->buffer_pages += s->nblocks;
+				break;
+			case SOURCE_RESIDENT:
+				io->resident_pages += s->nblocks;
+				break;
+			case SOURCE_PAGE_CACHE:
+				io->cached_pages += s->nblocks;
+				break;
+			default:
+				io->pages_read += s->nblocks;
+				break;
+		}
 	}
 	else
 	{
@@ -984,6 +1206,18 @@ int64
 gateann_io_pages_read(const GateannIo *io)
 {
 	return io->pages_read;
+}
+
+int64
+gateann_io_resident_pages(const GateannIo *io)
+{
+	return io->resident_pages;
+}
+
+int64
+gateann_io_cached_pages(const GateannIo *io)
+{
+	return io->cached_pages;
 }
 
 int64

@@ -13,7 +13,11 @@
  *   pread     synchronous pread(), with O_DIRECT where the filesystem allows
  *   buffer    ReadBufferExtended + memcpy of each page: always correct, and
  *             the reference the other two must agree with
- *   auto      io_uring, else pread, else buffer
+ *   auto      a page shared buffers or the kernel's page cache hold already is
+ *             copied from there (no I/O, no wait: a look in the buffer
+ *             mapping table, then a read the kernel serves only from its
+ *             cache, RWF_NOWAIT); the others are read with io_uring, else
+ *             pread, else buffer
  * A method that cannot work here degrades the same way, with a NOTICE once
  * per backend saying why.
  *
@@ -98,14 +102,16 @@ extern bool gateann_io_submit(GateannIo *io, BlockNumber blkno, int nblocks,
  * On true, *tag is the submit's tag, *blkno_out (if not NULL) its first
  * block, and *data points at nblocks * BLCKSZ bytes of the blocks as read
  * from the file, or is NULL if the read failed (short read past EOF, I/O
- * error): re-read those blocks through the buffer manager.  The bytes stay
+ * error): re-read those blocks through the buffer manager.  *current (if
+ * not NULL) says the bytes were copied out of shared buffers, each page
+ * under its lock: the current version, whole, with nothing to validate.  The bytes stay
  * valid, and may be modified by the caller, until the next call of
  * gateann_io_next or gateann_io_close on this reader (the buffer does not
  * count towards the width meanwhile, so the caller may submit more reads
  * before it processes them).
  */
 extern bool gateann_io_next(GateannIo *io, bool wait, uint64 *tag,
-							BlockNumber *blkno_out, char **data);
+							BlockNumber *blkno_out, char **data, bool *current);
 
 /*
  * Sanity check of nblocks pages read from the file, the first being block
@@ -114,12 +120,16 @@ extern bool gateann_io_next(GateannIo *io, bool wait, uint64 *tag,
  * checksums are enabled.  False means "re-read through the buffer manager"
  * (torn or stale page, block not yet written).  data must be writable
  * (pg_checksum_page zeroes pd_checksum while it computes, then restores it).
- * Pages from the buffer method pass too: their checksum is set in the copy.
+ * Copies out of shared buffers (gateann_io_next's *current) need no check:
+ * a page there carries the checksum of its last write, not of what it
+ * holds now, and would fail it.
  */
 extern bool gateann_io_pages_valid(char *data, BlockNumber blkno, int nblocks);
 
 /* Counters for gateann_last_scan(). */
 extern int64 gateann_io_pages_read(const GateannIo *io);	/* pages read from the file (io_uring, pread) */
+extern int64 gateann_io_resident_pages(const GateannIo *io);	/* auto: pages shared buffers held */
+extern int64 gateann_io_cached_pages(const GateannIo *io);	/* auto: pages the page cache held */
 extern int64 gateann_io_buffer_pages(const GateannIo *io);	/* pages copied through the buffer manager */
 extern int64 gateann_io_failed(const GateannIo *io);	/* completions returned with data == NULL */
 extern int64 gateann_io_wait_us(const GateannIo *io);	/* time blocked on reads, microseconds */

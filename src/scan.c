@@ -427,11 +427,12 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
  * Copy node id's record out of pages read from the file, checking that they
  * are valid node pages holding that node and, unless it is deleted, that the
  * record matches its check (the file page may have been read while it was
- * being written out); false means "re-read it".
+ * being written out); false means "re-read it".  Pages copied out of shared
+ * buffers (current) are the latest version, whole: no page check, no mark.
  */
 static bool
 record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data,
-				  char *dst)
+				  bool current, char *dst)
 {
 	const GateannMetaPageData *meta = &so->meta;
 	GateannRecordLoc loc = gateann_record_location(meta, id);
@@ -440,7 +441,7 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 	uint32		offset = loc.offset;
 	int			i;
 
-	if (blkno != loc.block || !gateann_io_pages_valid(data, blkno, npages))
+	if (blkno != loc.block || (!current && !gateann_io_pages_valid(data, blkno, npages)))
 		return false;
 	for (i = 0; i < npages; i++)
 	{
@@ -454,8 +455,8 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 		 * Older than the version a writer left in shared buffers (the file
 		 * lags the buffer manager until the page is written out)?
 		 */
-		if (PageGetLSN(page) < gateann_store_block_mark(so->store,
-														blkno + i - meta->node_start))
+		if (!current && PageGetLSN(page) < gateann_store_block_mark(so->store,
+																	blkno + i - meta->node_start))
 			return false;
 		memcpy(dst, PageGetContents(page) + offset, chunk);
 		dst += chunk;
@@ -791,6 +792,7 @@ search_round(IndexScanDesc scan)
 		uint64		tag;
 		BlockNumber blkno;
 		char	   *data;
+		bool		current;
 		PendingRead *p;
 
 		CHECK_FOR_INTERRUPTS();
@@ -806,12 +808,12 @@ search_round(IndexScanDesc scan)
 			so->head_seq++;
 			continue;
 		}
-		if (!gateann_io_next(so->io, true, &tag, &blkno, &data))
+		if (!gateann_io_next(so->io, true, &tag, &blkno, &data, &current))
 			elog(ERROR, "gateann: read of node %u was lost", p->id);
 		p = &so->pending[tag % so->width];
 		p->landed = true;
 		p->valid = data != NULL &&
-			record_from_pages(so, p->id, blkno, data, p->record);
+			record_from_pages(so, p->id, blkno, data, current, p->record);
 	}
 	so->unreached = unreached_bound(so);
 }
@@ -1397,6 +1399,8 @@ collect_stats(GateannScanOpaque so)
 	if (so->io == NULL)
 		return;
 	so->stats.reads = gateann_io_pages_read(so->io);
+	so->stats.resident_hits = gateann_io_resident_pages(so->io);
+	so->stats.page_cache_hits = gateann_io_cached_pages(so->io);
 	so->stats.buffer_hits = gateann_io_buffer_pages(so->io) +
 		so->rereads * so->meta.pages_per_record;
 	so->stats.io_wait_us = gateann_io_wait_us(so->io);

@@ -1,0 +1,92 @@
+# Copyright: gateann authors.
+#
+# gateann.io_method = auto takes each record from the cheapest place that
+# holds it: shared buffers, then the kernel's page cache, then the device
+# (io_uring, O_DIRECT).  The rows are the same whichever it was, and
+# gateann_last_scan() says where the pages came from.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use GateannTest;
+
+my $node = gateann_node('sources', preload => 1);
+
+$node->safe_psql('postgres', qq{
+SELECT setseed(0.5);
+CREATE TABLE items (id int, v real[]);
+@{[ random_vectors_sql('items', 20000, 32) ]}
+CREATE INDEX items_idx ON items USING gateann (v);
+CREATE TABLE queries AS SELECT id AS q, v FROM items WHERE id % 2000 = 0;
+CHECKPOINT;
+});
+
+# rows of every query (id lists), and the summed counters of their scans
+sub run_queries
+{
+	my ($method) = @_;
+	my $out = $node->safe_psql('postgres', qq{
+SET enable_seqscan = off; SET gateann.io_method = '$method';
+CREATE TEMP TABLE r (q int, ids text, reads bigint, resident bigint, cached bigint, buffer bigint);
+DO \$\$
+DECLARE qr record; ids text; s record;
+BEGIN
+  FOR qr IN SELECT q, v FROM queries ORDER BY q LOOP
+    SELECT string_agg(id::text, ',') INTO ids
+      FROM (SELECT id FROM items ORDER BY v <-> qr.v LIMIT 10) t;
+    SELECT * INTO s FROM gateann_last_scan();
+    INSERT INTO r VALUES (qr.q, ids, s.reads, s.resident_hits, s.page_cache_hits, s.buffer_hits);
+  END LOOP;
+END \$\$;
+SELECT string_agg(ids, ';' ORDER BY q), sum(reads), sum(resident), sum(cached), sum(buffer) FROM r;});
+	my ($rows, $reads, $resident, $cached, $buffer) = split /\|/, $out;
+	return { rows => $rows, reads => $reads, resident => $resident, cached => $cached,
+		buffer => $buffer };
+}
+
+# evict the index's file from the kernel's page cache (its owner may; dirty
+# pages stay, so write them out first)
+sub drop_page_cache
+{
+	my $path = $node->data_dir . '/' .
+	  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('items_idx')});
+	system('python3', '-c',
+		"import os\nfd = os.open('$path', os.O_RDONLY)\nos.fsync(fd)\nos.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)")
+	  == 0 or die "posix_fadvise failed";
+}
+
+my $buffer = run_queries('buffer');
+cmp_ok($buffer->{buffer}, '>', 0, 'the buffer method copies pages through shared buffers');
+
+# after the build the index's pages are in shared buffers
+my $warm = run_queries('auto');
+is($warm->{rows}, $buffer->{rows}, 'auto returns the rows of the buffer method');
+cmp_ok($warm->{resident}, '>', 0, 'pages shared buffers hold are copied from there');
+is($warm->{reads}, '0', 'and not read from the device');
+
+# a restart empties shared buffers; the page cache keeps the file
+$node->restart;
+my $cached = run_queries('auto');
+is($cached->{rows}, $buffer->{rows}, 'the same rows from the page cache');
+cmp_ok($cached->{cached}, '>', 0, 'pages the page cache holds are read from there');
+
+# neither holds them: the device (the store's load reads every node page
+# through shared buffers, with a small ring, and the page cache: drop the
+# file from it after the load)
+$node->restart;
+$node->safe_psql('postgres', q{SELECT gateann_prewarm('items_idx')});
+drop_page_cache();
+my $cold = run_queries("auto");
+is($cold->{rows}, $buffer->{rows}, 'the same rows from the device');
+cmp_ok($cold->{reads}, '>', 0, 'pages nothing holds are read from the file');
+
+my $uring = run_queries('io_uring');
+is($uring->{rows}, $buffer->{rows}, 'io_uring, which always reads the file, agrees');
+is($uring->{resident} + $uring->{cached}, 0, 'and takes nothing from memory');
+
+$node->stop;
+done_testing();
