@@ -271,6 +271,12 @@ def summarize(path):
     elif "pgbench" in rj and "lost_rows" in rj:
         out.update(kind="mix", server=_server(rj.get("server")))
         out.update(_summarize_mix(rj))
+    elif "missed_at_1000" in rj:
+        out.update(kind="eviction", commit=rj.get("commit"), seconds=rj.get("seconds"),
+                   command=(re.search(r"`([^`]*)`", summary_md) or [None, None])[1])
+        out.update({k: rj.get(k) for k in ("rows", "rounds", "missed", "missed_at_1000",
+                                           "rounds_with_misses", "budget_flips", "flip")},
+                   verify_problems=len(rj.get("verify") or []))
     else:
         return None
     return out
@@ -872,6 +878,23 @@ def t_fuzz(runs):
                   "short strict / relaxed_order scans", "run"], rows) + [""] + footnotes(used)
 
 
+def t_eviction(runs):
+    """Rows inserted into freed slots while the store budget evicts and reloads
+    the index's store (bench/eviction.py): every run, newest first."""
+    cand = of_kind(runs, "eviction")
+    if not cand:
+        return not_measured("`bench/run.sh eviction`")
+    rows = [[f"{fint(r.get('seconds'))} s, "
+             f"{'budget flipping 4 MB / 1 GB' if r.get('flip') else 'budget 4 MB'}"
+             f" ({fint(r.get('budget_flips'))} flips)",
+             fint(r.get("rows")), f"{fint(r.get('missed'))} ({fint(r.get('rounds_with_misses'))} "
+             f"of {fint(r.get('rounds'))} rounds)", fint(r.get("missed_at_1000")),
+             fint(r.get("verify_problems")), ref(r)] for r in cand]
+    return (table(["run length", "new rows checked", "not returned first (rounds with a miss)",
+                   "not returned at L = 1000 either", "gateann_verify problems", "run"], rows)
+            + [""] + footnotes(cand))
+
+
 def t_pgvector(runs):
     """The pgvector preset (QPS beside pgvector HNSW, 100K): newest run only."""
     cand = of_kind(runs, "pgvector")
@@ -882,7 +905,7 @@ def t_pgvector(runs):
     Ls = sorted({p["L"] for p in r["points"] if p.get("L")})
     rows = []
     for wl in dict.fromkeys(p["workload"] for p in r["points"]):
-        for eng in ("gateann", "gateann_vector", "pgvector"):
+        for eng in ("gateann", "pgvector"):
             cells = []
             for L in Ls:
                 p = next((p for p in r["points"] if p["workload"] == wl and p["engine"] == eng
@@ -893,7 +916,9 @@ def t_pgvector(runs):
             if any(c != "–" for c in cells):
                 rows.append([wl, eng] + cells)
     return (table(["workload", "engine"] + [f"L / ef_search = {L}" for L in Ls], rows)
-            + ["", "Cells: recall@10 / QPS 1 client / QPS 2 clients.", ""] + footnotes([r]))
+            + ["", "Cells: recall@10 / QPS 1 client / QPS 2 clients.  (`gateann_vector`, the same "
+               "index on pgvector's `vector` column, is in the run's summary.)", ""]
+            + footnotes([r]))
 
 
 TABLES = {
@@ -911,6 +936,7 @@ TABLES = {
     "mix": t_mix,
     "fuzz": t_fuzz,
     "pgvector": t_pgvector,
+    "eviction": t_eviction,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
