@@ -66,7 +66,6 @@
 #include "lib/ilist.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
-#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/bufpage.h"
 #include "storage/checksum.h"
@@ -79,6 +78,7 @@
 
 #include "compat.h"
 #include "io.h"
+#include "page.h"
 
 /* Submission queue depth of the per-backend ring (completion queue: twice) */
 #define GATEANN_RING_DEPTH		256
@@ -142,6 +142,8 @@ struct GateannIo
 	bool		tiered;			/* auto: shared buffers, then the page cache,
 								 * then the device (probe_sources) */
 	bool		nowait;			/* page-cache probes work (mincore, RWF_NOWAIT) */
+	bool		load_misses;	/* tiered, cacheable index: a page no memory
+								 * holds is read into shared buffers */
 	size_t		os_page;		/* the kernel's page size */
 	char	   *path;			/* main fork, relative to the data directory */
 	int		   *fds;			/* per segment number; -1 = not open */
@@ -679,26 +681,12 @@ read_resident(GateannIo *io, GateannIoSlot *s)
 
 	for (i = 0; i < s->nblocks; i++)
 	{
-		BufferTag	tag;
-		uint32		hash;
-		LWLock	   *partition;
-		int			buf_id;
-		Buffer		buf;
-		char	   *page = s->buf + (Size) i * BLCKSZ;
+		Buffer		buf = gateann_pin_resident(io->index, s->blkno + i, NULL);
 
-		gateann_buffer_tag(&tag, io->index, s->blkno + i);
-		hash = BufTableHashCode(&tag);
-		partition = BufMappingPartitionLock(hash);
-		LWLockAcquire(partition, LW_SHARED);
-		buf_id = BufTableLookup(&tag, hash);
-		LWLockRelease(partition);
-		if (buf_id < 0)
+		if (!BufferIsValid(buf))
 			return false;
-		buf = buf_id + 1;
-		if (!gateann_read_recent_buffer(io->index, s->blkno + i, buf))
-			return false;		/* evicted meanwhile */
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		memcpy(page, BufferGetPage(buf), BLCKSZ);
+		memcpy(s->buf + (Size) i * BLCKSZ, BufferGetPage(buf), BLCKSZ);
 		UnlockReleaseBuffer(buf);
 	}
 	return true;
@@ -798,8 +786,8 @@ probe_sources(GateannIo *io, GateannIoSlot *s)
 {
 	if (read_resident(io, s))
 		s->source = SOURCE_RESIDENT;
-	else if (io->nowait && read_page_cache(io, s))
-		s->source = SOURCE_PAGE_CACHE;
+	else if (io->nowait && !io->load_misses && read_page_cache(io, s))
+		s->source = SOURCE_PAGE_CACHE;	/* (a cacheable index loads it instead) */
 	else
 		return false;
 	s->result = s->nblocks * BLCKSZ;
@@ -846,7 +834,7 @@ degrade_notice(GateannIoMethod wanted, GateannIoMethod used, const char *why)
 }
 
 GateannIo *
-gateann_io_open(Relation index, int max_blocks, bool buffer_only)
+gateann_io_open(Relation index, int max_blocks, bool buffer_only, bool cacheable)
 {
 	GateannIo  *io;
 	GateannIoMethod wanted = (GateannIoMethod) gateann_io_method;
@@ -930,6 +918,7 @@ gateann_io_open(Relation index, int max_blocks, bool buffer_only)
 	io->tiered = gateann_io_method == GATEANN_IO_AUTO && io->method != GATEANN_IO_BUFFER &&
 		!RelationUsesLocalBuffers(index);
 	io->nowait = io->tiered;
+	io->load_misses = io->tiered && cacheable;
 	io->os_page = (size_t) sysconf(_SC_PAGESIZE);
 	if (io->os_page == 0 || io->os_page > BLCKSZ || BLCKSZ % io->os_page != 0)
 		io->nowait = false;		/* (a block would not start on a page) */
@@ -1034,6 +1023,13 @@ gateann_io_submit(GateannIo *io, BlockNumber blkno, int nblocks, uint64 tag)
 	}
 	else if (io->tiered && probe_sources(io, s))
 		done_push(io, idx);
+	else if (io->load_misses)
+	{
+		/* the page cache, or the device: into shared buffers */
+		s->source = SOURCE_BUFFERS;
+		slot_read_buffers(io, idx);
+		done_push(io, idx);
+	}
 	else if (io->method == GATEANN_IO_PREAD ||
 			 blkno / RELSEG_SIZE != (blkno + nblocks - 1) / RELSEG_SIZE)
 	{
@@ -1206,6 +1202,12 @@ int64
 gateann_io_pages_read(const GateannIo *io)
 {
 	return io->pages_read;
+}
+
+bool
+gateann_io_tiered(const GateannIo *io)
+{
+	return io->tiered;
 }
 
 int64

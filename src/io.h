@@ -16,7 +16,8 @@
  *   auto      a page shared buffers or the kernel's page cache hold already is
  *             copied from there (no I/O, no wait: a look in the buffer
  *             mapping table, then a read the kernel serves only from its
- *             cache, RWF_NOWAIT); the others are read with io_uring, else
+ *             cache, RWF_NOWAIT); the others are read through the buffer
+ *             manager for a cacheable index, else with io_uring, else
  *             pread, else buffer
  * A method that cannot work here degrades the same way, with a NOTICE once
  * per backend saying why.
@@ -66,11 +67,17 @@ typedef struct GateannIo GateannIo;
  * buffer_only, reads go through the buffer manager whatever
  * gateann.io_method says (the caller knows the files may lag it).
  *
+ * With cacheable (the caller judged the index small enough for shared
+ * buffers to hold), auto reads a page it finds in no memory through the
+ * buffer manager, which keeps it there: the index warms up to shared
+ * buffers; otherwise such pages are read with O_DIRECT and kept nowhere.
+ *
  * The GateannIo does not live in CurrentMemoryContext: if the transaction or
  * portal is aborted before gateann_io_close, the handle and its reads are
  * cleaned up by a resource-owner callback (io.c explains how).
  */
-extern GateannIo *gateann_io_open(Relation index, int max_blocks, bool buffer_only);
+extern GateannIo *gateann_io_open(Relation index, int max_blocks, bool buffer_only,
+								  bool cacheable);
 
 /* Closes the reader; reads still in flight are discarded (safely). */
 extern void gateann_io_close(GateannIo *io);
@@ -125,6 +132,13 @@ extern bool gateann_io_next(GateannIo *io, bool wait, uint64 *tag,
  * holds now, and would fail it.
  */
 extern bool gateann_io_pages_valid(char *data, BlockNumber blkno, int nblocks);
+
+/*
+ * Does the reader look in memory first (io_method = auto)?  A caller that
+ * can copy what it needs out of shared buffers itself then may
+ * (gateann_read_record_resident) and read only what is not there.
+ */
+extern bool gateann_io_tiered(const GateannIo *io);
 
 /* Counters for gateann_last_scan(). */
 extern int64 gateann_io_pages_read(const GateannIo *io);	/* pages read from the file (io_uring, pread) */

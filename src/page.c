@@ -3,6 +3,7 @@
  */
 #include "postgres.h"
 
+#include "compat.h"
 #include "filter.h"
 #include "page.h"
 #include "pq.h"
@@ -10,6 +11,7 @@
 
 #include "access/xloginsert.h"
 #include "miscadmin.h"
+#include "storage/buf_internals.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/rel.h"
@@ -257,6 +259,71 @@ gateann_read_record(Relation index, const GateannMetaPageData *meta,
 		pages++;
 	}
 	return pages;
+}
+
+Buffer
+gateann_pin_resident(Relation index, BlockNumber blkno, pg_atomic_uint32 *hint)
+{
+	BufferTag	tag;
+	uint32		hash;
+	LWLock	   *partition;
+	int			buf_id;
+	Buffer		buf;
+
+	if (hint != NULL)
+	{
+		buf = (Buffer) pg_atomic_read_u32(hint);
+		if (BufferIsValid(buf) && buf <= NBuffers &&
+			gateann_read_recent_buffer(index, blkno, buf))
+			return buf;
+	}
+	gateann_buffer_tag(&tag, index, blkno);
+	hash = BufTableHashCode(&tag);
+	partition = BufMappingPartitionLock(hash);
+	LWLockAcquire(partition, LW_SHARED);
+	buf_id = BufTableLookup(&tag, hash);
+	LWLockRelease(partition);
+	if (buf_id < 0 || !gateann_read_recent_buffer(index, blkno, buf_id + 1))
+		return InvalidBuffer;	/* not there, or evicted meanwhile */
+	if (hint != NULL)
+		pg_atomic_write_u32(hint, (uint32) (buf_id + 1));
+	return buf_id + 1;
+}
+
+bool
+gateann_read_record_resident(Relation index, const GateannMetaPageData *meta,
+							 uint32 node_id, char *dst, pg_atomic_uint32 *hints, uint32 nhints)
+{
+	GateannRecordLoc loc = gateann_record_location(meta, node_id);
+	uint32		remaining = meta->record_size;
+	BlockNumber blkno = loc.block;
+
+	while (remaining > 0)
+	{
+		uint32		b = blkno - meta->node_start;
+		Buffer		buf = gateann_pin_resident(index, blkno,
+											   hints != NULL && b < nhints ? &hints[b] : NULL);
+		Page		page;
+		uint32		chunk;
+
+		if (!BufferIsValid(buf))
+			return false;
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
+		{
+			UnlockReleaseBuffer(buf);
+			return false;		/* the buffer manager's reader says why */
+		}
+		chunk = Min(remaining, (uint32) GATEANN_PAGE_CAPACITY - loc.offset);
+		memcpy(dst, PageGetContents(page) + loc.offset, chunk);
+		UnlockReleaseBuffer(buf);
+		dst += chunk;
+		remaining -= chunk;
+		loc.offset = 0;
+		blkno++;
+	}
+	return true;
 }
 
 void

@@ -8,6 +8,7 @@
 #include "gateann.h"
 
 #include "access/generic_xlog.h"
+#include "port/atomics.h"
 #include "storage/bufmgr.h"
 
 /* Where a node's record starts. */
@@ -75,6 +76,27 @@ extern GateannRecordLoc gateann_record_location(const GateannMetaPageData *meta,
 extern int	gateann_read_record(Relation index, const GateannMetaPageData *meta,
 								uint32 node_id, char *dst,
 								BufferAccessStrategy strategy);
+
+/*
+ * Block blkno of the index pinned if shared buffers hold it now, else
+ * InvalidBuffer; never loads it (a look in the buffer mapping table, then a
+ * pin that holds only if the buffer still holds the block).  *hint, when
+ * not NULL, is a buffer that held the block once: tried first, and set to
+ * the buffer found.  Main fork, shared buffers only (not for relations in
+ * local buffers).
+ */
+extern Buffer gateann_pin_resident(Relation index, BlockNumber blkno, pg_atomic_uint32 *hint);
+
+/*
+ * Copy node id's record into dst if shared buffers hold every page of it,
+ * each page copied under its share lock: no load, no I/O.  hints: per node
+ * block (counted from meta->node_start), buffer hints for
+ * gateann_pin_resident, or NULL.  False if a page is not there (dst then
+ * holds nothing usable).
+ */
+extern bool gateann_read_record_resident(Relation index, const GateannMetaPageData *meta,
+										 uint32 node_id, char *dst, pg_atomic_uint32 *hints,
+										 uint32 nhints);
 
 /*
  * ERROR (index corrupted) unless the record header read for node_id names

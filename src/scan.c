@@ -194,6 +194,9 @@ typedef struct GateannScanOpaqueData
 
 	/* reads */
 	GateannIo  *io;
+	bool		read_resident;	/* copy records shared buffers hold (auto) */
+	Relation	io_index;		/* the index, for read_resident */
+	int64		resident_pages; /* pages read_resident copied */
 	int			width;
 	uint64		next_seq;		/* dispatch sequence number of the next read */
 	uint64		head_seq;		/* next one to apply */
@@ -624,6 +627,22 @@ walk_has_evidence(GateannScanOpaque so)
 static bool search_is_stuck(GateannScanOpaque so);
 static bool prefilter_affordable(GateannScanOpaque so);
 
+/*
+ * io_method = auto: copy node id's record into dst if shared buffers hold
+ * its pages (the copy is current and whole: no validation beyond its node
+ * id and check), without a read.  False: read it.
+ */
+static bool
+read_resident(GateannScanOpaque so, uint32 id, char *dst)
+{
+	if (!so->read_resident ||
+		!gateann_read_record_resident(so->io_index, &so->meta, id, dst, so->store->hints,
+									  so->store->hdr->node_blocks))
+		return false;
+	so->resident_pages += so->meta.pages_per_record;
+	return GateannRecordHeader(dst)->node_id == id && gateann_record_usable(&so->meta, dst);
+}
+
 /* Issue reads for the best undispatched candidates while W allows. */
 static void
 dispatch(GateannScanOpaque so)
@@ -711,17 +730,26 @@ dispatch(GateannScanOpaque so)
 			continue;
 		}
 		tunnel_timer_stop(so, &timing, &tunnel_start);
-		loc = gateann_record_location(&so->meta, id);
-		if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
-							   so->next_seq))
-			break;
+		p = &so->pending[so->next_seq % so->width];
+		if (read_resident(so, id, p->record))
+		{
+			/* the synchronous path: landed already, applied in its turn */
+			p->landed = true;
+			p->valid = true;
+		}
+		else
+		{
+			loc = gateann_record_location(&so->meta, id);
+			if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
+								   so->next_seq))
+				break;
+			p->landed = false;
+			p->valid = false;
+		}
 		so->frontier[i].expanded = 1;
 		so->expanded++;
-		p = &so->pending[so->next_seq % so->width];
 		p->id = id;
 		p->pq_dist = so->frontier[i].dist;
-		p->landed = false;
-		p->valid = false;
 		so->next_seq++;
 	}
 	tunnel_timer_stop(so, &timing, &tunnel_start);
@@ -1222,8 +1250,17 @@ search_open(GateannScanOpaque so, Relation index)
 	 * stores which blocks the files lag behind on: read through the buffer
 	 * manager there.
 	 */
-	so->io = gateann_io_open(index, so->meta.pages_per_record, RecoveryInProgress());
+	/*
+	 * An index whose node pages take at most a quarter of shared buffers is
+	 * read into them (io.h, cacheable): it stays in memory; a larger one
+	 * would only push other data out, and is read with O_DIRECT.
+	 */
+	so->io = gateann_io_open(index, so->meta.pages_per_record, RecoveryInProgress(),
+							 (double) so->meta.node_pages <= (double) NBuffers / 4);
 	so->width = gateann_io_width_of(so->io);
+	so->read_resident = gateann_io_tiered(so->io);
+	so->io_index = index;
+	so->resident_pages = 0;
 	so->pending = palloc0(sizeof(PendingRead) * so->width);
 	for (i = 0; i < so->width; i++)
 		so->pending[i].record = palloc(so->meta.record_size);
@@ -1399,7 +1436,7 @@ collect_stats(GateannScanOpaque so)
 	if (so->io == NULL)
 		return;
 	so->stats.reads = gateann_io_pages_read(so->io);
-	so->stats.resident_hits = gateann_io_resident_pages(so->io);
+	so->stats.resident_hits = gateann_io_resident_pages(so->io) + so->resident_pages;
 	so->stats.page_cache_hits = gateann_io_cached_pages(so->io);
 	so->stats.buffer_hits = gateann_io_buffer_pages(so->io) +
 		so->rereads * so->meta.pages_per_record;

@@ -122,6 +122,8 @@ store_layout(GateannStoreHeader *h, const GateannMetaPageData *meta, int r_max,
 	off += MAXALIGN(bitmap_bytes);
 	h->marks_off = off;
 	off += MAXALIGN(sizeof(pg_atomic_uint64) * (Size) h->node_blocks);
+	h->hints_off = off;
+	off += MAXALIGN(sizeof(pg_atomic_uint32) * (Size) h->node_blocks);
 	h->rowlocks_off = off;
 	off += MAXALIGN(sizeof(pg_atomic_uint32) * GATEANN_STORE_ROW_LOCKS);
 	h->dict_off = off;
@@ -419,7 +421,10 @@ load_store(void *dest, Size bytes, void *arg)
 		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->deleted_off) + i, 0);
 	}
 	for (i = 0; i < h->node_blocks; i++)
+	{
 		pg_atomic_init_u64((pg_atomic_uint64 *) (base + h->marks_off) + i, 0);
+		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->hints_off) + i, 0);
+	}
 	for (i = 0; i < GATEANN_STORE_ROW_LOCKS; i++)
 		pg_atomic_init_u32((pg_atomic_uint32 *) (base + h->rowlocks_off) + i, 0);
 	pg_atomic_init_u32(&((GateannStoreHeader *) base)->caught_up, meta->nnodes);
@@ -494,6 +499,7 @@ store_attach(GateannStore *s, void *base)
 	s->tail = (pg_atomic_uint32 *) (b + h->tail_off);
 	s->deleted = (pg_atomic_uint32 *) (b + h->deleted_off);
 	s->marks = (pg_atomic_uint64 *) (b + h->marks_off);
+	s->hints = (pg_atomic_uint32 *) (b + h->hints_off);
 	s->rowlocks = (pg_atomic_uint32 *) (b + h->rowlocks_off);
 	s->dict = (const char *) b + h->dict_off;
 	{

@@ -48,6 +48,7 @@ typedef struct GateannStoreHeader
 	Size		tail_off;
 	Size		deleted_off;
 	Size		marks_off;
+	Size		hints_off;
 	Size		rowlocks_off;
 	Size		dict_off;		/* filter-column dictionaries */
 	Size		filter_off[GATEANN_MAX_FILTER_COLS];	/* per column codes */
@@ -81,6 +82,8 @@ typedef struct GateannStore
 								 * complete (never present: not in the graph) */
 	pg_atomic_uint32 *deleted;	/* bitmap: node is known deleted */
 	pg_atomic_uint64 *marks;	/* per node block: LSN the file must reach */
+	pg_atomic_uint32 *hints;	/* per node block: a buffer that held it
+								 * once (gateann_pin_resident), or 0 */
 	pg_atomic_uint32 *rowlocks;
 	const char *dict;			/* filter-column dictionaries */
 	uint8	   *filter_cols[GATEANN_MAX_FILTER_COLS];	/* filter store */

@@ -2,8 +2,10 @@
 #
 # gateann.io_method = auto takes each record from the cheapest place that
 # holds it: shared buffers, then the kernel's page cache, then the device
-# (io_uring, O_DIRECT).  The rows are the same whichever it was, and
-# gateann_last_scan() says where the pages came from.
+# (io_uring, O_DIRECT); an index small enough for shared buffers (a quarter
+# of them) is read into them instead, and stays there.  The rows are the
+# same whichever it was, and gateann_last_scan() says where the pages came
+# from.
 
 use strict;
 use warnings;
@@ -14,7 +16,8 @@ use Test::More;
 
 use GateannTest;
 
-my $node = gateann_node('sources', preload => 1);
+# shared buffers too small for the index: memory it finds, else the device
+my $node = gateann_node('sources', preload => 1, conf => "shared_buffers = '16MB'");
 
 $node->safe_psql('postgres', qq{
 SELECT setseed(0.5);
@@ -87,6 +90,20 @@ cmp_ok($cold->{reads}, '>', 0, 'pages nothing holds are read from the file');
 my $uring = run_queries('io_uring');
 is($uring->{rows}, $buffer->{rows}, 'io_uring, which always reads the file, agrees');
 is($uring->{resident} + $uring->{cached}, 0, 'and takes nothing from memory');
+
+# --- a cacheable index: what no memory holds is read into shared buffers ---------------------------
+$node->append_conf('postgresql.conf', "shared_buffers = '128MB'");
+$node->restart;
+$node->safe_psql('postgres', q{SELECT gateann_prewarm('items_idx')});
+drop_page_cache();
+my $first = run_queries('auto');
+is($first->{rows}, $buffer->{rows}, 'a cacheable index gives the same rows');
+cmp_ok($first->{buffer}, '>', 0, 'its pages are read through shared buffers');
+is($first->{reads} + $first->{cached}, 0, 'not by the file reader');
+my $again = run_queries('auto');
+is($again->{buffer} + $again->{reads} + $again->{cached}, 0,
+	'and then shared buffers hold them all');
+cmp_ok($again->{resident}, '>', 0, 'every page comes from there');
 
 $node->stop;
 done_testing();
