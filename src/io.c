@@ -1210,6 +1210,12 @@ gateann_io_tiered(const GateannIo *io)
 	return io->tiered;
 }
 
+bool
+gateann_io_synchronous(const GateannIo *io)
+{
+	return io->load_misses;
+}
+
 int64
 gateann_io_resident_pages(const GateannIo *io)
 {

@@ -140,6 +140,14 @@ extern bool gateann_io_pages_valid(char *data, BlockNumber blkno, int nblocks);
  */
 extern bool gateann_io_tiered(const GateannIo *io);
 
+/*
+ * Does every read complete at once, from memory or through the buffer
+ * manager, by the reader's choice (auto on a cacheable index)?  Then reads
+ * in flight gain nothing.  (The buffer method reads so too, but stands in
+ * for the others: it keeps their width.)
+ */
+extern bool gateann_io_synchronous(const GateannIo *io);
+
 /* Counters for gateann_last_scan(). */
 extern int64 gateann_io_pages_read(const GateannIo *io);	/* pages read from the file (io_uring, pread) */
 extern int64 gateann_io_resident_pages(const GateannIo *io);	/* auto: pages shared buffers held */
