@@ -17,6 +17,7 @@
 #include "commands/defrem.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -130,12 +131,28 @@ gateann_open_index(Oid relid, LOCKMODE lockmode, GateannAccess access)
 	/* before any lock: a role without rights must not even hold off writers */
 	if (OidIsValid(heapoid))
 		check_access(heapoid, relid, access);
+
+	/*
+	 * The table before its index, as every other path takes them (amcheck
+	 * too): taking the index first could deadlock with a session that holds
+	 * the table and waits for the index.  Held until the transaction ends.
+	 */
+	if (OidIsValid(heapoid))
+		LockRelationOid(heapoid, AccessShareLock);
 	rel = try_relation_open(relid, lockmode);
 
 	if (rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
+
+	/* dropped and its OID reused between the lookup and the locks */
+	if (heapoid != IndexGetRelation(relid, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("index \"%s\" no longer belongs to the table it was looked up with",
+						RelationGetRelationName(rel)),
+				 errhint("Run the call again.")));
 	if (rel->rd_rel->relkind != RELKIND_INDEX ||
 		rel->rd_rel->relam != get_index_am_oid("gateann", false))
 	{
