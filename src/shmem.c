@@ -43,13 +43,13 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include <signal.h>
 
 #define REGISTRY_ENTRIES	128
 
@@ -103,7 +103,7 @@ static Registry *registry = NULL;
 static LocalMapping *mappings = NULL;
 static uint32 seen_generation = 0;
 
-static bool pid_alive(int pid);
+static bool loader_alive(int pid);
 static bool warned_dsm = false;
 static bool exit_callback_registered = false;
 
@@ -187,7 +187,7 @@ entry_remove(RegistryEntry *e)
 static bool
 entry_abandoned(const RegistryEntry *e)
 {
-	return e->state == ENTRY_LOADING && !pid_alive(e->loader_pid);
+	return e->state == ENTRY_LOADING && !loader_alive(e->loader_pid);
 }
 
 /* before_shmem_exit: give back the entries this backend was loading */
@@ -299,7 +299,7 @@ gateann_shmem_forget_loaded_since(Oid dboid, Oid indexoid, uint64 since, uint32 
 				continue;
 			if (e->state == ENTRY_READY)
 				entry_remove(e);
-			else if (pid_alive(e->loader_pid))
+			else if (loader_alive(e->loader_pid))
 				loading = true;
 			else
 				memset(e, 0, sizeof(*e));	/* its loader died */
@@ -466,10 +466,18 @@ map_segment(dsm_handle handle)
 	return remember_mapping(seg);
 }
 
+/*
+ * Is the backend that claimed a load still there?  A backend that leaves
+ * gives its loads back on its way out (release_own_loads), and one that dies
+ * otherwise restarts the server, which starts with an empty registry; so
+ * this only has to tell a live loader from a gone one, and asks the
+ * server's own list of backends rather than the kernel (a pid the kernel
+ * reused for another program would look alive).
+ */
 static bool
-pid_alive(int pid)
+loader_alive(int pid)
 {
-	return pid > 0 && kill(pid, 0) == 0;
+	return pid > 0 && BackendPidGetProc(pid) != NULL;
 }
 
 /*
@@ -573,7 +581,7 @@ registry_lookup(const GateannStoreKey *key, uint32 needed, Size bytes, bool load
 		LWLockRelease(registry->lock);
 		return LOOKUP_READY;
 	}
-	if (entry != NULL && pid_alive(entry->loader_pid))
+	if (entry != NULL && loader_alive(entry->loader_pid))
 	{
 		ConditionVariablePrepareToSleep(&registry->cv);
 		LWLockRelease(registry->lock);
