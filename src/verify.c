@@ -214,6 +214,83 @@ check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta
 	pfree(reached);
 }
 
+/*
+ * What the in-memory stores hold for node id against its record: held (as a
+ * graph node or a tail record), PQ code, filter codes, neighbor row (shared
+ * stores on a primary only: private copies and a standby's stores miss
+ * other backends' changes to rows by design, store.c), deleted bit.
+ */
+static void
+check_store_entries(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
+					const char *rec, const GateannStore *store)
+{
+	GateannNodeHeader *hdr = GateannRecordHeader(rec);
+	const uint32 *nbrs = GateannRecordNeighbors(meta, rec);
+	int			i;
+	int			n;
+	uint32		row[GATEANN_MAX_NEIGHBORS_LIMIT];
+
+	if (!((hdr->flags & GATEANN_NODE_TAIL) ? gateann_store_is_tail(store, id) :
+		  gateann_store_has(store, id)))
+	{
+		problem(vs, "node %u: missing from the in-memory stores", id);
+		return;
+	}
+	if (memcmp(gateann_store_code(store, id), GateannRecordPQCode(meta, rec),
+			   store->code_bytes) != 0)
+		problem(vs, "node %u: in-memory PQ code differs from the record", id);
+	if (vs->coder != NULL)
+	{
+		gateann_filter_coder_code(vs->coder, (const uint8 *) GateannRecordFilter(meta, rec),
+								  0, vs->codes);
+		for (i = 0; i < meta->nfilter; i++)
+		{
+			int			width = gateann_filter_store_width(&meta->filter[i]);
+
+			if (memcmp(store->filter_cols[i] + (Size) id * width, vs->codes[i], width) != 0)
+				problem(vs, "node %u: in-memory filter code of column %d differs from the record",
+						id, i + 2);
+		}
+	}
+
+	/*
+	 * Rows are kept current by writers in a shared store only: private
+	 * copies and a standby's stores miss other backends' changes to
+	 * existing rows by design (store.c).
+	 */
+	n = gateann_store_copy_neighbors(store, id, row);
+	if (store->shared && !RecoveryInProgress() &&
+		(n != Min((int) hdr->nneighbors, store->tunnel_neighbors) ||
+		 memcmp(row, nbrs, sizeof(uint32) * n) != 0))
+		problem(vs, "node %u: neighbor store row differs from the record", id);
+	if (gateann_store_is_deleted(store, id) && !(hdr->flags & GATEANN_NODE_DELETED))
+		problem(vs, "node %u: deleted in memory, not in the record", id);
+}
+
+/* A tail record (gateann.h): of one kind, no vector, no neighbors, no entry point */
+static void
+check_tail_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id, const char *rec)
+{
+	GateannNodeHeader *hdr = GateannRecordHeader(rec);
+	int			d;
+
+	if ((hdr->flags & GATEANN_NODE_TAIL) == GATEANN_NODE_TAIL)
+		problem(vs, "node %u: tail record both of a NULL vector and of a zero one", id);
+	if ((hdr->flags & GATEANN_NODE_NO_DIRECTION) && vs->metric != GATEANN_METRIC_COSINE)
+		problem(vs, "node %u: tail record of a zero vector in an index that is not cosine",
+				id);
+	for (d = 0; d < meta->dims; d++)
+		if (GateannRecordVector(meta, rec)[d] != 0)
+		{
+			problem(vs, "node %u: tail record with a vector", id);
+			break;
+		}
+	if (hdr->nneighbors != 0)
+		problem(vs, "node %u: tail record with %u neighbors", id, hdr->nneighbors);
+	if (id == meta->entry_point)
+		problem(vs, "node %u: the entry point is a tail record", id);
+}
+
 static void
 check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 			 const char *rec, const GateannStore *store, const uint8 *free_map,
@@ -260,26 +337,7 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		problem(vs, "node %u: heap TID %s beyond the table's %u blocks", id,
 				gateann_tid_string(&hdr->heap_tid), vs->heap_blocks);
 	if (hdr->flags & GATEANN_NODE_TAIL)
-	{
-		/* no vector (NULL), or a zero one: no neighbors, not in the graph */
-		int			d;
-
-		if ((hdr->flags & GATEANN_NODE_TAIL) == GATEANN_NODE_TAIL)
-			problem(vs, "node %u: tail record both of a NULL vector and of a zero one", id);
-		if ((hdr->flags & GATEANN_NODE_NO_DIRECTION) && vs->metric != GATEANN_METRIC_COSINE)
-			problem(vs, "node %u: tail record of a zero vector in an index that is not cosine",
-					id);
-		for (d = 0; d < meta->dims; d++)
-			if (GateannRecordVector(meta, rec)[d] != 0)
-			{
-				problem(vs, "node %u: tail record with a vector", id);
-				break;
-			}
-		if (hdr->nneighbors != 0)
-			problem(vs, "node %u: tail record with %u neighbors", id, hdr->nneighbors);
-		if (id == meta->entry_point)
-			problem(vs, "node %u: the entry point is a tail record", id);
-	}
+		check_tail_record(vs, meta, id, rec);
 	else if (meta->dims == 0)
 		problem(vs, "node %u: not a tail record in an index that has seen no vector", id);
 	else
@@ -319,46 +377,33 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 	}
 
 	if (store != NULL)
+		check_store_entries(vs, meta, id, rec, store);
+}
+
+/* Mark free slots and tail records by their headers; the number of free slots */
+static uint32
+map_free_and_tail(Relation index, const GateannMetaPageData *meta, uint8 *free_map,
+				  uint8 *tail_map)
+{
+	uint32		nfree = 0;
+	uint32		id;
+
+	for (id = 0; id < meta->nnodes; id++)
 	{
-		int			n;
-		uint32		row[GATEANN_MAX_NEIGHBORS_LIMIT];
+		GateannNodeHeader hdr;
 
-		if (!((hdr->flags & GATEANN_NODE_TAIL) ? gateann_store_is_tail(store, id) :
-			  gateann_store_has(store, id)))
+		if ((id & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		gateann_read_header(index, meta, id, &hdr);
+		if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_FREE))
 		{
-			problem(vs, "node %u: missing from the in-memory stores", id);
-			return;
+			free_map[id >> 3] |= 1 << (id & 7);
+			nfree++;
 		}
-		if (memcmp(gateann_store_code(store, id), GateannRecordPQCode(meta, rec),
-				   store->code_bytes) != 0)
-			problem(vs, "node %u: in-memory PQ code differs from the record", id);
-		if (vs->coder != NULL)
-		{
-			gateann_filter_coder_code(vs->coder, (const uint8 *) GateannRecordFilter(meta, rec),
-									  0, vs->codes);
-			for (i = 0; i < meta->nfilter; i++)
-			{
-				int			width = gateann_filter_store_width(&meta->filter[i]);
-
-				if (memcmp(store->filter_cols[i] + (Size) id * width, vs->codes[i], width) != 0)
-					problem(vs, "node %u: in-memory filter code of column %d differs from the record",
-							id, i + 2);
-			}
-		}
-
-		/*
-		 * Rows are kept current by writers in a shared store only: private
-		 * copies and a standby's stores miss other backends' changes to
-		 * existing rows by design (store.c).
-		 */
-		n = gateann_store_copy_neighbors(store, id, row);
-		if (store->shared && !RecoveryInProgress() &&
-			(n != Min((int) hdr->nneighbors, store->tunnel_neighbors) ||
-			 memcmp(row, nbrs, sizeof(uint32) * n) != 0))
-			problem(vs, "node %u: neighbor store row differs from the record", id);
-		if (gateann_store_is_deleted(store, id) && !(hdr->flags & GATEANN_NODE_DELETED))
-			problem(vs, "node %u: deleted in memory, not in the record", id);
+		else if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_TAIL))
+			tail_map[id >> 3] |= 1 << (id & 7);
 	}
+	return nfree;
 }
 
 Datum
@@ -446,24 +491,10 @@ gateann_verify(PG_FUNCTION_ARGS)
 			vs.codes[c] = palloc(gateann_filter_store_width(&meta.filter[c]));
 	}
 
-	/* free slots first: no record may point to one */
+	/* free slots and tail records first: no record may point to one */
 	free_map = palloc0(((Size) meta.nnodes + 7) / 8);
 	vs.tail_map = palloc0(((Size) meta.nnodes + 7) / 8);
-	for (id = 0; id < meta.nnodes; id++)
-	{
-		GateannNodeHeader hdr;
-
-		if ((id & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
-		gateann_read_header(index, &meta, id, &hdr);
-		if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_FREE))
-		{
-			free_map[id >> 3] |= 1 << (id & 7);
-			nfree++;
-		}
-		else if (hdr.node_id == id && (hdr.flags & GATEANN_NODE_TAIL))
-			vs.tail_map[id >> 3] |= 1 << (id & 7);
-	}
+	nfree = map_free_and_tail(index, &meta, free_map, vs.tail_map);
 
 	rec = palloc(meta.record_size);
 	deleted_map = palloc0(((Size) meta.nnodes + 7) / 8);
