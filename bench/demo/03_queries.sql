@@ -64,9 +64,12 @@ EXPLAIN (COSTS OFF) EXECUTE nn(:'q1');
 RESET plan_cache_mode;
 SELECT id, tenant, category, round((embedding <-> :'q1'::real[])::numeric, 4) AS distance
   FROM docs ORDER BY embedding <-> :'q1'::real[] LIMIT 10;
-\echo 'gateann_last_scan() for that query:'
+\echo 'Where that query read its records from (gateann_last_scan()):'
 \x on
-SELECT * FROM gateann_last_scan();
+SELECT visited AS records_read, resident_hits AS pages_from_shared_buffers,
+       page_cache_hits AS pages_from_page_cache, reads AS pages_from_device,
+       buffer_hits AS pages_read_into_shared_buffers, io_method, strategy, returned
+  FROM gateann_last_scan();
 \x off
 
 \echo 'The same query by exact search (sequential scan + sort):'
