@@ -878,6 +878,8 @@ connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, Prefi
 
 			if (!gateann_reached(reached, r))
 				continue;
+			/* each trial walks the whole graph */
+			CHECK_FOR_INTERRUPTS();
 			memcpy(saved, neighbors_of(g, r), sizeof(uint32) * deg);
 			memcpy(saved_reached, reached, mapbytes);
 			link_into_prefix(g, r, u, r_max, NULL);

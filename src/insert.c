@@ -90,6 +90,7 @@ typedef struct InsertState
 	int			nn;
 	float	   *table;			/* PQ distance table of vector */
 	char	   *record;			/* the new record */
+	GateannStoreFilterCodes filter_codes;	/* its filters' store codes */
 	char	   *scratch;		/* a record read back */
 	char	   *scratch2;
 	/* the search's expanded nodes, with exact vectors */
@@ -254,10 +255,14 @@ node_block(Relation index, BlockNumber blkno, bool *is_new)
  * bufs.  Returns InvalidNodeId if there is none (a private copy of the
  * stores may not know slots freed after it was loaded: those are left to
  * others).
+ *
+ * No I/O under the metapage lock: a candidate whose pages are not in
+ * shared buffers is returned in *unread instead (with InvalidNodeId); the
+ * caller reads them with no lock held, keeps them pinned and comes back.
  */
 static uint32
 take_free_slot(InsertState *is, const GateannMetaPageData *disk, Buffer *bufs,
-			   uint32 *old_version)
+			   uint32 *old_version, uint32 *unread)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	GateannStore *store = is->store;
@@ -286,7 +291,17 @@ take_free_slot(InsertState *is, const GateannMetaPageData *disk, Buffer *bufs,
 		loc = gateann_record_location(meta, id);
 		for (k = 0; k < meta->pages_per_record; k++)
 		{
-			bufs[k] = ReadBuffer(is->index, loc.block + k);
+			/* (a temporary index's local buffers: no one else waits on it) */
+			bufs[k] = RelationUsesLocalBuffers(is->index) ?
+				ReadBuffer(is->index, loc.block + k) :
+				gateann_pin_resident(is->index, loc.block + k, NULL);
+			if (!BufferIsValid(bufs[k]))
+			{
+				while (k-- > 0)
+					UnlockReleaseBuffer(bufs[k]);
+				*unread = id;
+				return InvalidNodeId;
+			}
 			LockBuffer(bufs[k], BUFFER_LOCK_EXCLUSIVE);
 		}
 		if (gateann_page_is_valid(BufferGetPage(bufs[0]), GATEANN_PAGE_NODES))
@@ -303,6 +318,16 @@ take_free_slot(InsertState *is, const GateannMetaPageData *disk, Buffer *bufs,
 		id++;
 	}
 	return InvalidNodeId;
+}
+
+/* free-slot candidates allocate_and_write reads outside the metapage lock, at most */
+#define FREE_SLOT_READS 8
+
+static void
+release_pins(const Buffer *bufs, int n)
+{
+	while (n-- > 0)
+		ReleaseBuffer(bufs[n]);
 }
 
 /*
@@ -396,20 +421,36 @@ allocate_and_write(InsertState *is)
 	bool		reused = false;
 	Buffer		bufs[GATEANN_MAX_DIMS * sizeof(float) / GATEANN_PAGE_CAPACITY + 2];
 	bool		is_new[lengthof(bufs)];
+	Buffer		held[FREE_SLOT_READS * lengthof(bufs)];
+	int			nheld = 0;
 	uint32		k;
 
 	metabuf = ReadBuffer(index, GATEANN_METAPAGE_BLKNO);
-	LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
-	disk = GateannPageGetMeta(BufferGetPage(metabuf));
-	if (is->become_entry && disk->entry_point != is->searched_entry)
+	for (;;)
 	{
-		/* someone else replaced the entry point: search from the new one */
-		UnlockReleaseBuffer(metabuf);
-		return InvalidNodeId;
-	}
+		uint32		unread = InvalidNodeId;
 
-	if (disk->nfree > 0)
-		id = take_free_slot(is, disk, bufs, &old_version);
+		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
+		disk = GateannPageGetMeta(BufferGetPage(metabuf));
+		if (is->become_entry && disk->entry_point != is->searched_entry)
+		{
+			/* someone else replaced the entry point: search from the new one */
+			UnlockReleaseBuffer(metabuf);
+			release_pins(held, nheld);
+			return InvalidNodeId;
+		}
+		if (disk->nfree > 0)
+			id = take_free_slot(is, disk, bufs, &old_version, &unread);
+		if (unread == InvalidNodeId || nheld + npages > lengthof(held))
+			break;
+		/* read the candidate's pages with no lock held, pinned till we are done */
+		LockBuffer(metabuf, BUFFER_LOCK_UNLOCK);
+		loc = gateann_record_location(meta, unread);
+		for (k = 0; k < npages; k++)
+			held[nheld++] = ReadBuffer(index, loc.block + k);
+		CHECK_FOR_INTERRUPTS();
+	}
+	/* (candidates still unread after a few rounds: extend instead, as if none were free) */
 	if (id != InvalidNodeId)
 	{
 		reused = true;
@@ -426,6 +467,7 @@ allocate_and_write(InsertState *is)
 		{
 			/* outgrown since the store was fetched: the caller retries */
 			UnlockReleaseBuffer(metabuf);
+			release_pins(held, nheld);
 			return InvalidNodeId;
 		}
 		loc = gateann_record_location(meta, id);
@@ -443,7 +485,7 @@ allocate_and_write(InsertState *is)
 	write_record_pages(is, loc, bufs, is_new, 0, head, metabuf, id, reused);
 
 	/* the store, while the pages are locked: see the file comment */
-	gateann_store_set_node(is->store, index, meta, id, is->record);
+	gateann_store_put_node(is->store, meta, id, is->record, &is->filter_codes);
 	gateann_store_set_neighbors(is->store, id, GateannRecordNeighbors(meta, is->record),
 								GateannRecordHeader(is->record)->nneighbors);
 	for (k = 0; k < npages; k++)
@@ -457,6 +499,7 @@ allocate_and_write(InsertState *is)
 	for (k = 0; k < npages; k++)
 		UnlockReleaseBuffer(bufs[k]);
 	UnlockReleaseBuffer(metabuf);
+	release_pins(held, nheld);
 	return id;
 }
 
@@ -1059,6 +1102,9 @@ insert_node(InsertState *is, Datum *values, bool *isnull, ItemPointer heap_tid)
 		is->store = gateann_store_get(is->index, &is->meta);
 		is->r_max = is->store->tunnel_neighbors;
 		prepare_record(is, values, isnull, heap_tid);
+		/* (coding calls type functions: not under allocate_and_write's locks) */
+		gateann_store_code_filters(is->store, is->index, &is->meta, is->record,
+								   &is->filter_codes);
 		if (!is->tail)
 			choose_neighbors(is);
 		id = allocate_and_write(is);

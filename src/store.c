@@ -23,6 +23,7 @@
 #include "access/xlog.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "storage/s_lock.h"
 #include "storage/bufmgr.h"
 #include "utils/memutils.h"
 #include "utils/inval.h"
@@ -1098,7 +1099,15 @@ gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf)
 {
 	pg_atomic_uint32 *lock = &s->rowlocks[id % GATEANN_STORE_ROW_LOCKS];
 	const uint32 *row = gateann_store_row(s, id);
+	SpinDelayStatus delay;
 
+	/*
+	 * A writer holds a row for one short copy; if it is descheduled there,
+	 * back off and sleep as a spinlock waiter does (and report a stuck one).
+	 * (No finish_spin_delay: that tunes the backend's spinlock spinning for
+	 * the locks it was made for.)
+	 */
+	init_local_spin_delay(&delay);
 	for (;;)
 	{
 		uint32		before = pg_atomic_read_u32(lock);
@@ -1106,7 +1115,7 @@ gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf)
 
 		if (before & 1)
 		{
-			pg_spin_delay();	/* a writer is in the middle of it */
+			perform_spin_delay(&delay); /* a writer is in the middle of it */
 			continue;
 		}
 		pg_read_barrier();
@@ -1124,15 +1133,18 @@ gateann_store_set_neighbors(GateannStore *s, uint32 id, const uint32 *nbrs, int 
 	pg_atomic_uint32 *lock = &s->rowlocks[id % GATEANN_STORE_ROW_LOCKS];
 	uint32	   *row = gateann_store_row(s, id);
 
+	SpinDelayStatus delay;
+
 	Assert(id < s->capacity);
 	n = Min(n, s->tunnel_neighbors);
+	init_local_spin_delay(&delay);
 	for (;;)
 	{
 		uint32		v = pg_atomic_read_u32(lock);
 
 		if ((v & 1) == 0 && pg_atomic_compare_exchange_u32(lock, &v, v + 1))
 			break;
-		pg_spin_delay();
+		perform_spin_delay(&delay);
 	}
 	/* (the exchange is a full barrier) */
 	row[0] = (uint32) n;
@@ -1142,19 +1154,48 @@ gateann_store_set_neighbors(GateannStore *s, uint32 id, const uint32 *nbrs, int 
 }
 
 void
-gateann_store_set_node(GateannStore *s, Relation index, const GateannMetaPageData *meta,
-					   uint32 id, const char *record)
+gateann_store_code_filters(GateannStore *s, Relation index, const GateannMetaPageData *meta,
+						   const char *record, GateannStoreFilterCodes *codes)
 {
+	uint8	   *cols[GATEANN_MAX_FILTER_COLS];
+	GateannFilterCoder *coder;
+	int			c;
+
+	if (meta->nfilter == 0)
+		return;
+	/* one row of each column, at position 0 */
+	for (c = 0; c < meta->nfilter; c++)
+		cols[c] = codes->col[c];
+	coder = gateann_filter_coder_create(index, meta, s->dict);
+	gateann_filter_coder_code(coder, (const uint8 *) record + meta->filter_offset, 0, cols);
+	pfree(coder);
+}
+
+void
+gateann_store_put_node(GateannStore *s, const GateannMetaPageData *meta, uint32 id,
+					   const char *record, const GateannStoreFilterCodes *codes)
+{
+	int			c;
+
 	Assert(id < s->capacity);
 	memcpy(s->codes + (Size) id * s->code_bytes,
 		   record + meta->pqcode_offset, s->code_bytes);
-	if (meta->nfilter > 0)
+	for (c = 0; c < meta->nfilter; c++)
 	{
-		GateannFilterCoder *coder = gateann_filter_coder_create(index, meta, s->dict);
+		int			width = gateann_filter_store_width(&meta->filter[c]);
 
-		gateann_filter_coder_code(coder, (const uint8 *) record + meta->filter_offset,
-								  id, s->filter_cols);
+		memcpy(s->filter_cols[c] + (Size) id * width, codes->col[c], width);
 	}
+}
+
+void
+gateann_store_set_node(GateannStore *s, Relation index, const GateannMetaPageData *meta,
+					   uint32 id, const char *record)
+{
+	GateannStoreFilterCodes codes;
+
+	gateann_store_code_filters(s, index, meta, record, &codes);
+	gateann_store_put_node(s, meta, id, record, &codes);
 }
 
 void

@@ -273,6 +273,23 @@ extern void gateann_store_set_node(GateannStore *s, Relation index,
 								   const GateannMetaPageData *meta, uint32 id,
 								   const char *record);
 
+/*
+ * The same in two steps, for a writer that holds buffer locks when it sets
+ * the node: coding a record's filters calls the columns' comparison and
+ * hash functions (catalog lookups, allocations), so it is done before the
+ * locks; putting the codes is copying.
+ */
+typedef struct GateannStoreFilterCodes
+{
+	uint8		col[GATEANN_MAX_FILTER_COLS][sizeof(uint64)];
+} GateannStoreFilterCodes;
+
+extern void gateann_store_code_filters(GateannStore *s, Relation index,
+									   const GateannMetaPageData *meta, const char *record,
+									   GateannStoreFilterCodes *codes);
+extern void gateann_store_put_node(GateannStore *s, const GateannMetaPageData *meta, uint32 id,
+								   const char *record, const GateannStoreFilterCodes *codes);
+
 /* Rewrite id's neighbor-store row from its full neighbor list. */
 extern void gateann_store_set_neighbors(GateannStore *s, uint32 id,
 										const uint32 *nbrs, int n);

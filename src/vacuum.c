@@ -1159,6 +1159,8 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 			if (!gateann_reached(r->reached, from) || !gateann_store_has(c->store, from) ||
 				gateann_store_is_deleted(c->store, from))
 				continue;
+			/* each trial walks the whole store */
+			gateann_vacuum_delay_point();
 			gateann_read_record(c->index, meta, from, c->cand_rec, c->strategy);
 			hdr = GateannRecordHeader(c->cand_rec);
 			if (hdr->node_id != from || (hdr->flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE)))
