@@ -6,7 +6,9 @@
  *   frontier   candidates ordered by PQ distance (PQ codes from the
  *              in-memory store, store.c), at most L of them, L / s for a
  *              filter the sampled share s of the nodes passes (L counts the
- *              candidates that may match); it starts from the entry points
+ *              candidates that may match: a gate round stops at the L-th
+ *              candidate passing the in-memory check, wherever that is in
+ *              the list); it starts from the entry points
  *              nearest the query, and for a filtered gate search from the
  *              nearest ones that pass the in-memory check too
  *   dispatch   while fewer than W = gateann.io_width reads are in flight,
@@ -177,6 +179,15 @@ typedef struct GateannScanOpaqueData
 	int			fsize;
 	int			L;				/* current list size */
 	int			first_unexpanded;
+
+	/*
+	 * A filtered gate walk's list window (first_list_size): a round expands
+	 * candidates until window_matches of them, counted in list order, passed
+	 * the in-memory check; 0: no window (the whole list).
+	 */
+	int64		window_matches;
+	int64		matches_before; /* may_match entries before first_unexpanded */
+	bool		window_cut;		/* the last round stopped at the window */
 	MinHeap		evicted;		/* candidates pushed out of the frontier */
 	MinHeap		results;		/* expanded, not yet returned */
 	uint8	   *visited;		/* bitmap over node ids */
@@ -304,6 +315,8 @@ heap_pop(MinHeap *h)
 	return top;
 }
 
+static bool node_may_match(GateannScanOpaque so, uint32 id);
+
 /* A candidate that fell off the frontier, kept for a resumed search */
 static inline void
 evict(GateannScanOpaque so, uint32 id, float dist)
@@ -332,8 +345,33 @@ evict_dropped(void *arg, uint32_t id, float dist)
 static void
 frontier_merge(GateannScanOpaque so, const GateannCandidate *batch, int nb)
 {
-	int			pos = gateann_candidate_merge(so->frontier, &so->fsize, so->L, batch, nb,
-											  evict_dropped, so);
+	int			pos;
+
+	if (so->window_matches > 0 && nb > 0)
+	{
+		/*
+		 * The best new entry goes behind every entry at most as far; the
+		 * entries between there and first_unexpanded move behind it (or
+		 * drop off), so their matches no longer come before the scan point.
+		 * Those before it stay where they are.
+		 */
+		int			lo = 0,
+					hi = so->first_unexpanded;
+
+		while (lo < hi)
+		{
+			int			mid = (lo + hi) / 2;
+
+			if (so->frontier[mid].dist <= batch[0].dist)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		for (; lo < so->first_unexpanded; lo++)
+			so->matches_before -= so->frontier[lo].may_match;
+	}
+	pos = gateann_candidate_merge(so->frontier, &so->fsize, so->L, batch, nb,
+								  evict_dropped, so);
 
 	if (pos >= 0 && pos < so->first_unexpanded)
 		so->first_unexpanded = pos;
@@ -348,6 +386,7 @@ frontier_insert(GateannScanOpaque so, uint32 id, float dist)
 	e.dist = dist;
 	e.id = id;
 	e.expanded = 0;
+	e.may_match = so->window_matches > 0 && node_may_match(so, id);
 	frontier_merge(so, &e, 1);
 }
 
@@ -398,6 +437,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 	GateannCandidate *batch = so->batch;
 	int			keep = 0;
 	int			nbatch = 0;
+	int			pos;
 	int			i;
 
 	for (i = 0; i < n; i++)
@@ -420,7 +460,9 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 			continue;
 		}
 		/* sorted, equal distances in arrival order; never full (keep slots) */
-		gateann_candidate_insert(batch, &nbatch, keep, nbrs[i], dist);
+		pos = gateann_candidate_insert(batch, &nbatch, keep, nbrs[i], dist);
+		if (so->window_matches > 0)
+			batch[pos].may_match = node_may_match(so, nbrs[i]);
 	}
 	if (nbatch > 0)
 		frontier_merge(so, batch, nbatch);
@@ -660,11 +702,20 @@ dispatch(GateannScanOpaque so)
 		GateannRecordLoc loc;
 
 		for (i = so->first_unexpanded; i < so->fsize; i++)
+		{
 			if (!so->frontier[i].expanded)
 				break;
+			so->matches_before += so->frontier[i].may_match;
+		}
 		so->first_unexpanded = i;
 		if (i >= so->fsize)
 			break;
+		if (so->window_matches > 0 && so->matches_before >= so->window_matches)
+		{
+			/* the round has its matching candidates: the rest wait */
+			so->window_cut = true;
+			break;
+		}
 
 		/*
 		 * Whether a filtered walk is stuck is decided as soon as it has
@@ -791,6 +842,9 @@ unreached_bound(GateannScanOpaque so)
 	}
 	for (i = 0; i < so->evicted.size; i++)
 		bound = Min(bound, so->evicted.items[i].dist);
+	/* (the best candidate a window left unexpanded: the list is sorted) */
+	if (so->window_cut && so->first_unexpanded < so->fsize)
+		bound = Min(bound, so->frontier[so->first_unexpanded].dist);
 	/* the entry points a walk that runs out goes on from (resume_search) */
 	if (!so->all_entries_seeded)
 	{
@@ -854,6 +908,8 @@ grow_list(GateannScanOpaque so)
 
 	so->frontier = repalloc_huge(so->frontier, sizeof(GateannCandidate) * newL);
 	so->L = newL;
+	if (so->window_matches > 0)
+		so->window_matches *= 2;
 }
 
 /*
@@ -865,6 +921,20 @@ grow_list(GateannScanOpaque so)
 static bool
 resume_search(GateannScanOpaque so)
 {
+	if (so->window_cut)
+	{
+		/* candidates are left beyond the window: a window twice as large */
+		so->window_cut = false;
+		grow_list(so);
+		heap_build(&so->evicted);
+		while (so->fsize < so->L && so->evicted.size > 0)
+		{
+			HeapEntry	e = heap_pop(&so->evicted);
+
+			frontier_insert(so, e.id, e.dist);
+		}
+		return true;
+	}
 	if (!so->exhausted && so->evicted.size == 0 && !so->all_entries_seeded)
 	{
 		uint32		ids[GATEANN_MAX_ENTRIES];
@@ -969,6 +1039,15 @@ choose_prefilter(GateannScanOpaque so)
  * alone, a 5 % filter left a round about 5 matching nodes among the L
  * nearest: fewer than a LIMIT 10 wants, and not its nearest matches.  In
  * gate mode the others cost no read (they are crossed in memory).
+ *
+ * The sampled share is the whole index's; near a query it may be far
+ * higher (a filter that follows the query: a tenant's own cluster), and a
+ * list of L / s candidates that nearly all match costs L / s reads where an
+ * unfiltered walk reads L (5 % filters: 10x the reads, same recall).  So a
+ * gate walk's round counts, in list order, the candidates that pass the
+ * in-memory check and stops expanding at the L-th (window_matches, doubled
+ * with the list): the list of L / s is room for a neighbourhood where few
+ * match, the window is what the round reads.
  */
 static int
 first_list_size(GateannScanOpaque so)
@@ -1038,6 +1117,10 @@ start_prefilter(IndexScanDesc scan, const char *strategy)
 
 	so->prefilter = true;
 	so->stats.strategy = strategy;
+	/* (every pre-filtered candidate passes the check: no window) */
+	so->window_matches = 0;
+	so->window_cut = false;
+	so->matches_before = 0;
 	/* every candidate passes the filter store: a batch of L of them */
 	so->L = Min(so->L, Max(gateann_search_list_size, 1));
 	gateann_prefilter_collect(&so->pf, so->filter, so->store, so->table);
@@ -1104,6 +1187,9 @@ search_state_reset(GateannScanOpaque so)
 	so->filter_fraction = 1.0;
 	so->fsize = 0;
 	so->first_unexpanded = 0;
+	so->window_matches = 0;
+	so->matches_before = 0;
+	so->window_cut = false;
 	so->expanded = 0;
 	so->prefilter = false;
 	memset(&so->tail, 0, sizeof(so->tail));
@@ -1297,6 +1383,10 @@ search_graph(IndexScanDesc scan)
 	so->rowbuf = palloc(sizeof(uint32) * maxrow * so->tunnel_batch);
 	so->batch = palloc(sizeof(GateannCandidate) * maxrow * so->tunnel_batch);
 
+	/* a gate walk's list counts the candidates that may match (first_list_size) */
+	if (so->filtering && so->filter_mode == GATEANN_FILTER_MODE_GATE &&
+		so->L > Max(gateann_search_list_size, 1))
+		so->window_matches = Max(gateann_search_list_size, 1);
 	seed_frontier(so);
 	so->stuck_probe = so->filtering && so->filter_mode == GATEANN_FILTER_MODE_GATE &&
 		gateann_prefilter_selectivity > 0.0;

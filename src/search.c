@@ -28,6 +28,7 @@ gateann_candidate_insert(GateannCandidate *list, int *size, int L, uint32_t id, 
 	list[lo].id = id;
 	list[lo].dist = dist;
 	list[lo].expanded = 0;
+	list[lo].may_match = 0;
 	return lo;
 }
 

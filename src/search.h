@@ -65,7 +65,9 @@ typedef struct GateannCandidate
 {
 	uint32_t	id;
 	float		dist;
-	int			expanded;
+	uint16_t	expanded;
+	uint16_t	may_match;		/* a filtered scan's in-memory check passed
+								 * (scan.c's list window; 0 elsewhere) */
 } GateannCandidate;
 
 /*
