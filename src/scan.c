@@ -1332,16 +1332,21 @@ search_open(GateannScanOpaque so, Relation index)
 													  GATEANN_PQ_IP : GATEANN_PQ_L2,
 													  so->table);
 	/*
-	 * A hot standby replays changes into shared buffers without telling the
-	 * stores which blocks the files lag behind on: read through the buffer
-	 * manager there.
-	 */
-	/*
+	 * The files may lag shared buffers; a scan reads them directly only
+	 * where the marks say which blocks do (store.h): a shared store of a
+	 * WAL-logged index on a primary.  A hot standby replays changes without
+	 * telling the stores, a private copy knows only its own backend's
+	 * writes, and pages of an index without WAL have no LSN to compare:
+	 * there, read through the buffer manager (writers then need not force
+	 * their pages out under the buffer lock).
+	 *
 	 * An index whose node pages take at most a quarter of shared buffers is
 	 * read into them (io.h, cacheable): it stays in memory; a larger one
 	 * would only push other data out, and is read with O_DIRECT.
 	 */
-	so->io = gateann_io_open(index, so->meta.pages_per_record, RecoveryInProgress(),
+	so->io = gateann_io_open(index, so->meta.pages_per_record,
+							 RecoveryInProgress() || !so->store->shared ||
+							 !RelationNeedsWAL(index),
 							 (double) so->meta.node_pages <= (double) NBuffers / 4);
 	/*
 	 * Reads that all complete at once overlap nothing: one at a time, each

@@ -1242,12 +1242,12 @@ void
 gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta,
 						   Relation index, Buffer buf)
 {
+	/*
+	 * (Scans with no marks to trust -- a private copy, an index without
+	 * WAL -- read through the buffer manager: nothing to force out here.)
+	 */
 	gateann_store_mark_block(s, BufferGetBlockNumber(buf) - meta->node_start,
 							 PageGetLSN(BufferGetPage(buf)));
-	if (RelationUsesLocalBuffers(index))
-		return;
-	if (!RelationNeedsWAL(index) || !s->shared)
-		FlushOneBuffer(buf);
 }
 
 void
