@@ -644,6 +644,111 @@ probe_build_recall(Relation index, const GateannGraph *graph, int build_list,
 			 errhint("%s", hint)));
 }
 
+/*
+ * Step 2: the PQ codebook, trained on a sample of the vectors (a partial
+ * Fisher-Yates over an index array); sets meta's PQ fields.
+ */
+static void
+train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
+			   GateannMetaPageData *meta, GateannPQ *pq)
+{
+	int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
+		gateann_pq_default_subspaces(bs->dims);
+	int			nsample = (int) Min((uint32) GATEANN_PQ_TRAIN_SAMPLE, bs->n);
+	float	   *sample;
+	uint32	   *perm;
+	void	   *scratch;
+	uint32		i;
+	uint64		rng = GATEANN_PQ_SEED;
+
+	if (m > bs->dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gateann index \"%s\": pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
+						RelationGetRelationName(index), m, bs->dims),
+				 errhint("ALTER INDEX ... SET (pq_subspaces = n) with n at most %d, or 0 for a size chosen from the dimensions.",
+						 bs->dims)));
+	meta->pq_subspaces = m;
+
+	report_phase(GATEANN_PHASE_TRAIN, nsample);
+	sample = palloc_extended(sizeof(float) * bs->dims * (Size) nsample, MCXT_ALLOC_HUGE);
+	perm = palloc_extended(sizeof(uint32) * (Size) bs->n, MCXT_ALLOC_HUGE);
+	for (i = 0; i < bs->n; i++)
+		perm[i] = i;
+	for (i = 0; i < (uint32) nsample; i++)
+	{
+		uint32		j = i + (uint32) (gateann_random_next(&rng) % (bs->n - i));
+		uint32		t = perm[i];
+
+		perm[i] = perm[j];
+		perm[j] = t;
+		memcpy(sample + (Size) i * bs->dims,
+			   bs->vectors + (Size) perm[i] * bs->dims, sizeof(float) * bs->dims);
+	}
+	pfree(perm);
+	gateann_pq_attach(pq, bs->dims, m,
+					  palloc_extended(gateann_pq_codebook_bytes(bs->dims),
+									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
+	scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs->dims, m),
+							  MCXT_ALLOC_HUGE);
+	gateann_pq_train(pq, sample, nsample, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
+					 scratch, train_interrupts);
+	meta->pq_trained_rows = (uint32) nsample;
+	meta->pq_retrain_at = gateann_pq_next_retrain((uint32) nsample);
+	pfree(scratch);
+	pfree(sample);
+}
+
+/*
+ * Encode every vector; the member of each coarse group nearest its
+ * centroid becomes an entry point (entries[0 .. *nentries)).  Returns the
+ * codes, code_bytes each.
+ */
+static uint8 *
+encode_vectors(BuildState *bs, const GateannPQ *pq, GateannMetaPageData *meta,
+			   uint32 *entries, int *nentries)
+{
+	int			m = meta->pq_subspaces;
+	Size		cb = gateann_pq_code_bytes(m);
+	uint8	   *codes;
+	float	   *work = palloc(sizeof(float) * bs->dims);
+	float		best[GATEANN_PQ_CENTROIDS];
+	uint32		medoid[GATEANN_PQ_CENTROIDS];
+	uint32		i;
+	int			g;
+
+	report_phase(GATEANN_PHASE_ENCODE, bs->n);
+	codes = palloc_extended((Size) bs->n * cb, MCXT_ALLOC_HUGE);
+	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
+		medoid[g] = InvalidNodeId;
+	for (i = 0; i < bs->n; i++)
+	{
+		uint8	   *code = codes + (Size) i * cb;
+		float		d;
+
+		(void) gateann_pq_encode(pq, bs->vectors + (Size) i * bs->dims, code, work, &d);
+
+		g = gateann_pq_code_group(code, m);
+		if (medoid[g] == InvalidNodeId || d < best[g])
+		{
+			medoid[g] = i;
+			best[g] = d;
+		}
+		if ((i & 4095) == 0)
+		{
+			CHECK_FOR_INTERRUPTS();
+			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
+		}
+	}
+	pfree(work);
+	meta->pq_spacing = gateann_pq_coarse_spacing(pq);
+	*nentries = 0;
+	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
+		if (medoid[g] != InvalidNodeId)
+			entries[(*nentries)++] = medoid[g];
+	return codes;
+}
+
 IndexBuildResult *
 gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -701,96 +806,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 
 	if (bs.n > 0)
 	{
-		int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
-			gateann_pq_default_subspaces(bs.dims);
-		Size		cb = gateann_pq_code_bytes(m);
-		int			nsample = (int) Min((uint32) GATEANN_PQ_TRAIN_SAMPLE, bs.n);
-		float	   *sample;
-		void	   *scratch;
-		uint32		i;
-		uint64		rng = GATEANN_PQ_SEED;
-
-		if (m > bs.dims)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("gateann index \"%s\": pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
-							RelationGetRelationName(index), m, bs.dims),
-					 errhint("ALTER INDEX ... SET (pq_subspaces = n) with n at most %d, or 0 for a size chosen from the dimensions.",
-							 bs.dims)));
-		meta.pq_subspaces = m;
-
-		/* 2. PQ: sample rows by a partial Fisher-Yates over an index array */
-		report_phase(GATEANN_PHASE_TRAIN, nsample);
-		sample = palloc_extended(sizeof(float) * bs.dims * (Size) nsample, MCXT_ALLOC_HUGE);
-		{
-			uint32	   *perm = palloc_extended(sizeof(uint32) * (Size) bs.n, MCXT_ALLOC_HUGE);
-
-			for (i = 0; i < bs.n; i++)
-				perm[i] = i;
-			for (i = 0; i < (uint32) nsample; i++)
-			{
-				uint32		j = i + (uint32) (gateann_random_next(&rng) % (bs.n - i));
-				uint32		t = perm[i];
-
-				perm[i] = perm[j];
-				perm[j] = t;
-				memcpy(sample + (Size) i * bs.dims,
-					   bs.vectors + (Size) perm[i] * bs.dims, sizeof(float) * bs.dims);
-			}
-			pfree(perm);
-		}
-		gateann_pq_attach(&pq, bs.dims, m,
-						  palloc_extended(gateann_pq_codebook_bytes(bs.dims),
-										  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
-		scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs.dims, m),
-								  MCXT_ALLOC_HUGE);
-		gateann_pq_train(&pq, sample, nsample, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
-						 scratch, train_interrupts);
-		meta.pq_trained_rows = (uint32) nsample;
-		meta.pq_retrain_at = gateann_pq_next_retrain((uint32) nsample);
-		pfree(scratch);
-		pfree(sample);
-
-		/*
-		 * Encode every vector.  The member of each coarse group nearest its
-		 * centroid becomes an entry point.
-		 */
-		report_phase(GATEANN_PHASE_ENCODE, bs.n);
-		codes = palloc_extended((Size) bs.n * cb, MCXT_ALLOC_HUGE);
-		{
-			float	   *work = palloc(sizeof(float) * bs.dims);
-			float		best[GATEANN_PQ_CENTROIDS];
-			uint32		medoid[GATEANN_PQ_CENTROIDS];
-			int			g;
-
-			for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
-				medoid[g] = InvalidNodeId;
-			for (i = 0; i < bs.n; i++)
-			{
-				uint8	   *code = codes + (Size) i * cb;
-				float		d;
-
-				(void) gateann_pq_encode(&pq, bs.vectors + (Size) i * bs.dims, code, work, &d);
-
-				g = gateann_pq_code_group(code, m);
-				if (medoid[g] == InvalidNodeId || d < best[g])
-				{
-					medoid[g] = i;
-					best[g] = d;
-				}
-				if ((i & 4095) == 0)
-				{
-					CHECK_FOR_INTERRUPTS();
-					pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
-				}
-			}
-			pfree(work);
-			meta.pq_spacing = gateann_pq_coarse_spacing(&pq);
-			nentries = 0;
-			for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
-				if (medoid[g] != InvalidNodeId)
-					entries[nentries++] = medoid[g];
-		}
+		train_codebook(&bs, index, opts, &meta, &pq);
+		codes = encode_vectors(&bs, &pq, &meta, entries, &nentries);
 
 		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES)
 		{

@@ -600,6 +600,104 @@ exact_vector(InsertState *is, uint32 id, char *recbuf)
 }
 
 /*
+ * j's record, read without a lock (its vector never changes), into
+ * is->jvec; when its list is full, also the exact vectors of its neighbors
+ * (is->known, ids in known_ids), fetched now: reading records under j's
+ * page lock could wait on that very page.  Returns how many were fetched,
+ * -1 if j's slot holds another node.
+ */
+static int
+read_reverse_edge_source(InsertState *is, uint32 j, uint32 *known_ids)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	int			dims = meta->dims;
+	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
+	GateannNodeHeader hdr;
+	int			deg,
+				nknown = 0,
+				i;
+
+	gateann_read_record(is->index, meta, j, is->scratch, NULL);
+	hdr = *GateannRecordHeader(is->scratch);
+	if (hdr.node_id != j)
+		return -1;				/* reported by gateann_verify; not our business */
+	memcpy(is->jvec, GateannRecordVector(meta, is->scratch), sizeof(float) * dims);
+	deg = Min((int) hdr.nneighbors, (int) meta->max_neighbors);
+	if (deg < (int) meta->max_neighbors)
+		return 0;
+	memcpy(list, GateannRecordNeighbors(meta, is->scratch), sizeof(uint32) * deg);
+	for (i = 0; i < deg; i++)
+	{
+		const float *v = exact_vector(is, list[i], is->scratch2);
+
+		if (v == NULL)
+			continue;
+		memcpy(is->known + (Size) nknown * dims, v, sizeof(float) * dims);
+		known_ids[nknown++] = list[i];
+	}
+	return nknown;
+}
+
+/*
+ * j's full list plus p, robust-pruned around j on exact vectors (those
+ * read_reverse_edge_source fetched; a neighbor that joined the list since
+ * is decoded from its PQ code) into newlist; nodes no longer in the store
+ * are dropped.  Returns the new degree.
+ */
+static int
+prune_full_list(InsertState *is, uint32 j, const uint32 *list, int deg, uint32 p,
+				const uint32 *known_ids, int nknown, uint32 *newlist)
+{
+	const GateannMetaPageData *meta = &is->meta;
+	int			dims = meta->dims;
+	uint32		ids[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
+	int			n = 0,
+				i,
+				k;
+
+	for (i = 0; i < deg; i++)
+	{
+		float	   *dst = is->decoded + (Size) n * dims;
+
+		if (list[i] == j || !gateann_store_has(is->store, list[i]))
+			continue;
+		for (k = 0; k < nknown && known_ids[k] != list[i]; k++)
+			;
+		if (k < nknown)
+			memcpy(dst, is->known + (Size) k * dims, sizeof(float) * dims);
+		else
+			gateann_pq_decode(&is->store->pq, gateann_store_code(is->store, list[i]), dst);
+		ids[n++] = list[i];
+	}
+	memcpy(is->decoded + (Size) n * dims, is->vector, sizeof(float) * dims);
+	ids[n++] = p;
+	return gateann_graph_prune_vectors(is->jvec, is->decoded, ids, n, dims,
+									   meta->alpha, meta->max_neighbors, is->r_max, newlist);
+}
+
+/*
+ * What a new list takes out of j's row of the neighbor store (its first
+ * r_max neighbors, all tunneling follows): j's old neighbors there that the
+ * new list drops or orders further back go to is->dropped.
+ */
+static void
+note_row_departures(InsertState *is, const uint32 *list, int deg, const uint32 *newlist,
+					int newdeg, uint32 p)
+{
+	int			row = Min(newdeg, is->r_max);
+	int			i,
+				k;
+
+	for (i = 0; i < Min(deg, is->r_max); i++)
+	{
+		for (k = 0; k < row && newlist[k] != list[i]; k++)
+			;
+		if (k == row && list[i] != p && is->ndropped < GATEANN_MAX_NEIGHBORS_LIMIT)
+			is->dropped[is->ndropped++] = list[i];
+	}
+}
+
+/*
  * Add the edge j -> p (p's vector is is->vector), unless j's prune drops
  * it; with `force`, p is kept anyway, within j's row of the neighbor store
  * (the first r_max of its list, all tunneling follows), where it is moved
@@ -612,44 +710,19 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	int			R = meta->max_neighbors;
-	int			dims = meta->dims;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
 	uint32		newlist[GATEANN_MAX_NEIGHBORS_LIMIT];
 	uint32		known_ids[GATEANN_MAX_NEIGHBORS_LIMIT];
-	int			nknown = 0;
+	int			nknown;
 	GateannNodeHeader hdr;
 	GateannRecordEdit ed;
 	int			deg,
 				newdeg,
-				i,
-				k;
+				i;
 	int			at;
-	float	   *jvec = is->jvec;
 
-	/*
-	 * j's record without a lock: its vector never changes, and when its
-	 * list is full the exact vectors of its neighbors are fetched now, as
-	 * reading records under j's page lock could wait on that very page.
-	 */
-	gateann_read_record(is->index, meta, j, is->scratch, NULL);
-	hdr = *GateannRecordHeader(is->scratch);
-	if (hdr.node_id != j)
-		return -1;				/* reported by gateann_verify; not our business */
-	memcpy(jvec, GateannRecordVector(meta, is->scratch), sizeof(float) * dims);
-	deg = Min((int) hdr.nneighbors, R);
-	if (deg >= R)
-	{
-		memcpy(list, GateannRecordNeighbors(meta, is->scratch), sizeof(uint32) * deg);
-		for (i = 0; i < deg; i++)
-		{
-			const float *v = exact_vector(is, list[i], is->scratch2);
-
-			if (v == NULL)
-				continue;
-			memcpy(is->known + (Size) nknown * dims, v, sizeof(float) * dims);
-			known_ids[nknown++] = list[i];
-		}
-	}
+	if ((nknown = read_reverse_edge_source(is, j, known_ids)) < 0)
+		return -1;
 
 	gateann_record_lock(is->index, meta, j, &ed);
 	deg = gateann_record_get_list(meta, &ed, &hdr, list);
@@ -681,35 +754,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
 		newdeg = deg + 1;
 	}
 	else
-	{
-		/*
-		 * Full: robust prune of the list plus p around j, on exact vectors
-		 * (fetched above; a neighbor that joined the list since then is
-		 * decoded from its PQ code).  Nodes no longer in the store are
-		 * dropped.
-		 */
-		uint32		ids[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
-		int			n = 0;
-
-		for (i = 0; i < deg; i++)
-		{
-			float	   *dst = is->decoded + (Size) n * dims;
-
-			if (list[i] == j || !gateann_store_has(is->store, list[i]))
-				continue;
-			for (k = 0; k < nknown && known_ids[k] != list[i]; k++)
-				;
-			if (k < nknown)
-				memcpy(dst, is->known + (Size) k * dims, sizeof(float) * dims);
-			else
-				gateann_pq_decode(&is->store->pq, gateann_store_code(is->store, list[i]), dst);
-			ids[n++] = list[i];
-		}
-		memcpy(is->decoded + (Size) n * dims, is->vector, sizeof(float) * dims);
-		ids[n++] = p;
-		newdeg = gateann_graph_prune_vectors(jvec, is->decoded, ids, n, dims,
-											 meta->alpha, R, is->r_max, newlist);
-	}
+		newdeg = prune_full_list(is, j, list, deg, p, known_ids, nknown, newlist);
 	for (at = 0; at < newdeg && newlist[at] != p; at++)
 		;
 	if (at == newdeg)
@@ -727,20 +772,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
 		for (at = 0; newlist[at] != p; at++)
 			;
 	}
-
-	/*
-	 * What the prune took out of j's row of the neighbor store (its first
-	 * r_max neighbors, all tunneling follows): j's old neighbors there that
-	 * the new list drops or orders further back.
-	 */
-	for (i = 0; i < Min(deg, is->r_max); i++)
-	{
-		for (k = 0; k < Min(newdeg, is->r_max) && newlist[k] != list[i]; k++)
-			;
-		if (k == Min(newdeg, is->r_max) && list[i] != p &&
-			is->ndropped < GATEANN_MAX_NEIGHBORS_LIMIT)
-			is->dropped[is->ndropped++] = list[i];
-	}
+	note_row_departures(is, list, deg, newlist, newdeg, p);
 	gateann_store_write_list(is->store, meta, is->index, &ed, j, hdr.flags, newlist, newdeg);
 	gateann_record_unlock(&ed);
 	return at;
