@@ -1202,9 +1202,6 @@ gateann_insert(Relation index, Datum *values, bool *isnull, ItemPointer heap_tid
 			refresh_node(&is, is.nbrs[i], false);
 	}
 
-	/* temporary relations live in local buffers: make the files current */
-	if (RelationUsesLocalBuffers(index))
-		FlushRelationBuffers(index);
 	gateann_insert_unlock(index, lockmode);
 
 	/* this row may be the one that makes the codebook due for retraining */

@@ -451,6 +451,85 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
 	return done;
 }
 
+/*
+ * New filter dictionaries from the retraining sample's filter areas, into
+ * the half of the dictionary area the metapage does not point to (loaders
+ * may be reading the other); *newmeta gets the fields to publish.  False
+ * when they do not fit there (the old ones stay).
+ */
+static bool
+write_dictionaries(Relation index, const GateannMetaPageData *meta, const uint8 *areas,
+				   int nsample, GateannMetaPageData *newmeta)
+{
+	BlockNumber half = meta->dict_area_pages / 2;
+	BlockNumber target = (meta->dict_start == meta->dict_area_start) ?
+		meta->dict_area_start + half : meta->dict_area_start;
+	char	   *dict;
+
+	*newmeta = *meta;
+	gateann_filter_dictionaries_from_records(index, newmeta, areas, (uint32) nsample, &dict);
+	if (newmeta->dict_bytes > (Size) half * GATEANN_PAGE_CAPACITY)
+		return false;
+	newmeta->dict_start = target;
+	newmeta->dict_pages = gateann_write_chunked(index, MAIN_FORKNUM, GATEANN_PAGE_DICT,
+												dict, newmeta->dict_bytes, target,
+												true) - target;
+	return true;
+}
+
+/*
+ * The metapage after a retraining: a new build id (stores reload), the
+ * codebook's fields, the new groups' medoids as entry points, and the new
+ * dictionaries (dictmeta, unless NULL).  Only these fields: VACUUM may be
+ * changing the others meanwhile.
+ */
+static void
+publish_retrain(Relation index, const GateannPQ *pq, const GroupMedoids *gm, int nsample,
+				uint32 next, const GateannMetaPageData *dictmeta)
+{
+	GateannMetaUpdate u;
+	GateannMetaPageData *disk;
+
+	disk = gateann_meta_update_begin(index, &u, false);
+	disk->build_id = gateann_new_build_id(index);
+	disk->pq_trained_rows = (uint32) nsample;
+	disk->pq_retrain_at = next;
+	disk->pq_spacing = gateann_pq_coarse_spacing(pq);
+	disk->pq_coded = disk->pq_poor = 0;
+	/*
+	 * The new groups' medoids join the entry points while there is room
+	 * (an index grown from no rows gets its first ones so).  None is taken
+	 * away: every live node is reachable from the entry points as they are
+	 * (inserts keep it so), and fewer could strand some.
+	 */
+	if (disk->entry_point != InvalidNodeId)
+	{
+		int			g;
+		uint32		k;
+
+		if (disk->nentries == 0)
+			disk->entries[disk->nentries++] = disk->entry_point;
+		for (g = 0; g < GATEANN_PQ_CENTROIDS && disk->nentries < GATEANN_MAX_ENTRIES; g++)
+		{
+			if (gm->id[g] == InvalidNodeId)
+				continue;
+			for (k = 0; k < disk->nentries && disk->entries[k] != gm->id[g]; k++)
+				;
+			if (k == disk->nentries)
+				disk->entries[disk->nentries++] = gm->id[g];
+		}
+	}
+	if (dictmeta != NULL)
+	{
+		memcpy(disk->filter, dictmeta->filter, sizeof(disk->filter));
+		disk->dict_start = dictmeta->dict_start;
+		disk->dict_pages = dictmeta->dict_pages;
+		disk->dict_bytes = dictmeta->dict_bytes;
+		disk->dict_generation++;
+	}
+	gateann_meta_update_finish(&u);
+}
+
 bool
 gateann_retrain_if_due(Relation index, bool by_vacuum)
 {
@@ -470,8 +549,6 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 				nsample;
 	uint32		next,
 				reencoded;
-	GateannMetaUpdate u;
-	GateannMetaPageData *disk;
 
 	gateann_read_meta(index, &meta);
 	if (!retrain_due(&meta, by_vacuum))
@@ -514,28 +591,8 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 			 RelationGetRelationName(index));
 	reencoded = reencode(index, &meta, &pq, &gm);
 
-	/*
-	 * New filter dictionaries from the same sample, into the area the
-	 * metapage does not point to (loaders may be reading the other).
-	 */
 	if (areas != NULL)
-	{
-		BlockNumber half = meta.dict_area_pages / 2;
-		BlockNumber target = (meta.dict_start == meta.dict_area_start) ?
-			meta.dict_area_start + half : meta.dict_area_start;
-		char	   *dict;
-
-		newmeta = meta;
-		gateann_filter_dictionaries_from_records(index, &newmeta, areas, (uint32) nsample, &dict);
-		if (newmeta.dict_bytes <= (Size) half * GATEANN_PAGE_CAPACITY)
-		{
-			newmeta.dict_start = target;
-			newmeta.dict_pages = gateann_write_chunked(index, MAIN_FORKNUM, GATEANN_PAGE_DICT,
-													   dict, newmeta.dict_bytes, target,
-													   true) - target;
-			new_dict = true;
-		}
-	}
+		new_dict = write_dictionaries(index, &meta, areas, nsample, &newmeta);
 
 	/*
 	 * Next time at 4x as many rows; never again once the sample is as large
@@ -545,49 +602,7 @@ gateann_retrain_if_due(Relation index, bool by_vacuum)
 	if (next != 0 && (int64) next <= live)
 		next = gateann_pq_next_retrain((uint32) Min(live, (int64) GATEANN_PQ_TRAIN_SAMPLE));
 
-	/* only these fields: VACUUM may be changing the others meanwhile */
-	disk = gateann_meta_update_begin(index, &u, false);
-	disk->build_id = gateann_new_build_id(index);
-	disk->pq_trained_rows = (uint32) nsample;
-	disk->pq_retrain_at = next;
-	disk->pq_spacing = gateann_pq_coarse_spacing(&pq);
-	disk->pq_coded = disk->pq_poor = 0;
-	/*
-	 * The new groups' medoids join the entry points while there is room
-	 * (an index grown from no rows gets its first ones so).  None is taken
-	 * away: every live node is reachable from the entry points as they are
-	 * (inserts keep it so), and fewer could strand some.
-	 */
-	if (disk->entry_point != InvalidNodeId)
-	{
-		int			g;
-		uint32		k;
-
-		if (disk->nentries == 0)
-			disk->entries[disk->nentries++] = disk->entry_point;
-		for (g = 0; g < GATEANN_PQ_CENTROIDS && disk->nentries < GATEANN_MAX_ENTRIES; g++)
-		{
-			if (gm.id[g] == InvalidNodeId)
-				continue;
-			for (k = 0; k < disk->nentries && disk->entries[k] != gm.id[g]; k++)
-				;
-			if (k == disk->nentries)
-				disk->entries[disk->nentries++] = gm.id[g];
-		}
-	}
-	if (new_dict)
-	{
-		memcpy(disk->filter, newmeta.filter, sizeof(disk->filter));
-		disk->dict_start = newmeta.dict_start;
-		disk->dict_pages = newmeta.dict_pages;
-		disk->dict_bytes = newmeta.dict_bytes;
-		disk->dict_generation++;
-	}
-	gateann_meta_update_finish(&u);
-
-	/* temporary relations: scans read the files (see insert.c) */
-	if (RelationUsesLocalBuffers(index))
-		FlushRelationBuffers(index);
+	publish_retrain(index, &pq, &gm, nsample, next, new_dict ? &newmeta : NULL);
 
 	MemoryContextSwitchTo(oldcxt);
 	MemoryContextDelete(cxt);

@@ -1274,9 +1274,6 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 		c.store = gateann_store_get(c.index, &c.meta);
 	}
 	relink_unreachable(&c, since);
-	/* temporary relations live in local buffers: make the files current */
-	if (RelationUsesLocalBuffers(c.index))
-		FlushRelationBuffers(c.index);
 	/* (as in gateann_bulkdelete) */
 	gateann_store_forget_reloaded_since(c.index, since, c.store);
 	*repaired = c.repaired;
