@@ -58,6 +58,20 @@ SELECT max_visited <= 100 AS reads_about_L FROM cr_measure();
 SELECT count(*) AS rows_found FROM (
   SELECT id FROM cr WHERE label = (SELECT (label + 5) % 10 FROM cr_q WHERE k = 1)
   ORDER BY v <-> (SELECT q FROM cr_q WHERE k = 1) LIMIT 10) s;
+-- a small L whose first round meets no matching row (the filter's rows lie
+-- away from the query) is judged stuck after that round and pre-filters:
+-- k rows even with iterative_scan = off (none before), and no walk across
+-- the whole graph with strict_order (every node before)
+SET gateann.search_list_size = 10;
+SET gateann.iterative_scan = off;
+SELECT count(*) AS rows_found_off FROM (
+  SELECT id FROM cr WHERE label = (SELECT (label + 5) % 10 FROM cr_q WHERE k = 2)
+  ORDER BY v <-> (SELECT q FROM cr_q WHERE k = 2) LIMIT 10) s;
+RESET gateann.iterative_scan;
+SELECT count(*) AS rows_found FROM (
+  SELECT id FROM cr WHERE label = (SELECT (label + 5) % 10 FROM cr_q WHERE k = 2)
+  ORDER BY v <-> (SELECT q FROM cr_q WHERE k = 2) LIMIT 10) s;
+SELECT visited < 2000 AS no_full_walk, strategy FROM gateann_last_scan();
 RESET gateann.search_list_size;
 RESET enable_seqscan;
 DROP FUNCTION cr_measure();

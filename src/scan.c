@@ -1130,6 +1130,63 @@ start_prefilter(IndexScanDesc scan, const char *strategy)
 		search_round(scan);
 }
 
+/* Drop a graph walk's results (none returned yet) and leftovers; pre-filter */
+static void
+recover_by_prefilter(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	so->walk_abandoned = false;
+	so->stats.recoveries++;
+	so->results.size = 0;
+	so->evicted.size = 0;
+	so->exhausted = false;
+	so->window_cut = false;
+	start_prefilter(scan, "graph, then prefilter");
+}
+
+/*
+ * After a round of a filtered graph walk that has returned no row yet: is it
+ * stuck, and is pre-filtering affordable?  Then go on by pre-filtering.
+ * The first round's dispatch decides as soon as the walk is long enough to
+ * tell (walk_has_evidence); a round that ends sooner -- a small L -- is
+ * judged here, before a wider one crosses ever more of the graph (at L = 20
+ * on 30K rows such walks crossed every node).  A round that met no matching
+ * node at all is evidence enough.
+ */
+static bool
+recover_stuck_walk(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	bool		stuck;
+
+	if (so->prefilter || !so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE ||
+		so->stats.returned > 0 || walked_nodes(so) == 0)
+		return false;
+	stuck = so->matched == 0 ? true : search_is_stuck(so);
+	if (!stuck || !prefilter_affordable(so))
+		return false;
+	recover_by_prefilter(scan);
+	return true;
+}
+
+/*
+ * The search's next round (false when it has nothing left): a stuck walk
+ * goes on by pre-filtering, others resume with a longer list.
+ */
+static bool
+next_round(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	if (recover_stuck_walk(scan))
+		return true;			/* (its first batch has run) */
+	if (!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
+		return false;
+	search_round(scan);
+	return true;
+}
+
 /*
  * Start the frontier from the entry points nearest the query (by PQ
  * distance), so that the walk begins in the query's region, wherever that
@@ -1397,16 +1454,10 @@ search_graph(IndexScanDesc scan)
 		gateann_prefilter_selectivity > 0.0;
 	search_round(scan);
 	so->stuck_probe = false;
-	if (so->walk_abandoned || (search_is_stuck(so) && prefilter_affordable(so)))
-	{
-		/* drop the round's results (none returned yet) and its leftovers */
-		so->walk_abandoned = false;
-		so->stats.recoveries++;
-		so->results.size = 0;
-		so->evicted.size = 0;
-		so->exhausted = false;
-		start_prefilter(scan, "graph, then prefilter");
-	}
+	if (so->walk_abandoned)
+		recover_by_prefilter(scan);
+	else
+		(void) recover_stuck_walk(scan);
 }
 
 /*
@@ -1677,11 +1728,8 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 		 * row that still comes out closer than one already returned.
 		 */
 		if (so->iterative == GATEANN_ITERATIVE_STRICT && strict_wants_round(so) &&
-			(so->prefilter ? prefilter_resume(so) : resume_search(so)))
-		{
-			search_round(scan);
+			next_round(scan))
 			continue;
-		}
 		if (so->results.size > 0)
 		{
 			HeapEntry	r = heap_pop(&so->results);
@@ -1709,12 +1757,11 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 		}
 		if (so->iterative == GATEANN_ITERATIVE_OFF)
 			break;
-		if (!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
+		if (!next_round(scan))
 		{
 			so->search_done = !so->budget_spent;
 			break;
 		}
-		search_round(scan);
 	}
 	/*
 	 * Rows without a distance come after every row the search can rank:
