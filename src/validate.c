@@ -38,6 +38,121 @@
 #define VALIDATE_ORDER_MAX		3	/* 1 L2, 2 inner product, 3 cosine */
 #define VALIDATE_SEARCH_MAX		8	/* 1-5 comparisons, 6-8 arrays */
 
+/*
+ * Support functions: only number 1, input type -> real[].  Clears *ok on a
+ * bad one; returns whether one converts the class's own input type.
+ */
+static bool
+validate_support_functions(CatCList *proclist, const char *opfamilyname, Oid opcintype,
+						   bool *ok)
+{
+	bool		class_converts = false;
+	int			i;
+
+	for (i = 0; i < proclist->n_members; i++)
+	{
+		HeapTuple	proctup = &proclist->members[i]->tuple;
+		Form_pg_amproc procform = (Form_pg_amproc) GETSTRUCT(proctup);
+
+		if (procform->amprocnum != GATEANN_TO_REAL_ARRAY_PROC)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("gateann operator family \"%s\" contains function %s with invalid support number %d",
+							opfamilyname, format_procedure(procform->amproc),
+							procform->amprocnum)));
+			*ok = false;
+			continue;
+		}
+		if (!check_amproc_signature(procform->amproc, FLOAT4ARRAYOID, true, 1, 1,
+									procform->amproclefttype))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("gateann operator family \"%s\" contains function %s with wrong signature for support number %d",
+							opfamilyname, format_procedure(procform->amproc),
+							procform->amprocnum),
+					 errdetail("Support function 1 takes the indexed type and returns real[].")));
+			*ok = false;
+			continue;
+		}
+		if (procform->amproclefttype == opcintype)
+			class_converts = true;
+	}
+	return class_converts;
+}
+
+/*
+ * Operators: ordering ones are distances, search ones are predicates.
+ * Clears *ok on a bad one; returns whether one orders the class's own
+ * input type.
+ */
+static bool
+validate_operators(CatCList *oprlist, const char *opfamilyname, Oid opcintype, bool *ok)
+{
+	bool		class_orders = false;
+	int			i;
+
+	for (i = 0; i < oprlist->n_members; i++)
+	{
+		HeapTuple	oprtup = &oprlist->members[i]->tuple;
+		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(oprtup);
+		bool		ordering = oprform->amoppurpose == AMOP_ORDER;
+		int			max = ordering ? VALIDATE_ORDER_MAX : VALIDATE_SEARCH_MAX;
+
+		if (oprform->amopstrategy < 1 || oprform->amopstrategy > max)
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("gateann operator family \"%s\" contains %s operator %s with invalid strategy number %d",
+							opfamilyname, ordering ? "ordering" : "search",
+							format_operator(oprform->amopopr), oprform->amopstrategy),
+					 errdetail(ordering ?
+							   "Ordering operators use strategies 1 (L2), 2 (inner product) and 3 (cosine)." :
+							   "Search operators use strategies 1-5 (<, <=, =, >=, >) and 6-8 (&&, @>, <@).")));
+			*ok = false;
+			continue;
+		}
+		if (ordering)
+		{
+			if (oprform->amoplefttype == opcintype)
+				class_orders = true;
+			if (!OidIsValid(oprform->amopsortfamily) ||
+				!opfamily_can_sort_type(oprform->amopsortfamily, FLOAT8OID))
+			{
+				ereport(INFO,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("gateann operator family \"%s\" contains ordering operator %s without FOR ORDER BY a float8 sort family",
+								opfamilyname, format_operator(oprform->amopopr)),
+						 errhint("Declare it FOR ORDER BY float_ops.")));
+				*ok = false;
+			}
+			if (!check_amop_signature(oprform->amopopr, FLOAT8OID,
+									  oprform->amoplefttype, oprform->amoprighttype) ||
+				oprform->amoplefttype != oprform->amoprighttype)
+			{
+				ereport(INFO,
+						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+						 errmsg("gateann operator family \"%s\" contains ordering operator %s with wrong signature",
+								opfamilyname, format_operator(oprform->amopopr)),
+						 errdetail("A distance takes two values of the indexed type and returns float8.")));
+				*ok = false;
+			}
+		}
+		else if (!check_amop_signature(oprform->amopopr, BOOLOID,
+									   oprform->amoplefttype, oprform->amoprighttype))
+		{
+			ereport(INFO,
+					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
+					 errmsg("gateann operator family \"%s\" contains search operator %s with wrong signature",
+							opfamilyname, format_operator(oprform->amopopr)),
+					 errdetail("A search operator returns boolean.")));
+			*ok = false;
+		}
+	}
+	return class_orders;
+}
+
 bool
 gateann_validate(Oid opclassoid)
 {
@@ -52,9 +167,8 @@ gateann_validate(Oid opclassoid)
 	char	   *opfamilyname;
 	CatCList   *proclist,
 			   *oprlist;
-	bool		class_orders = false;
-	bool		class_converts = false;
-	int			i;
+	bool		class_orders;
+	bool		class_converts;
 
 	classtup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclassoid));
 	if (!HeapTupleIsValid(classtup))
@@ -73,96 +187,8 @@ gateann_validate(Oid opclassoid)
 	oprlist = SearchSysCacheList1(AMOPSTRATEGY, ObjectIdGetDatum(opfamilyoid));
 	proclist = SearchSysCacheList1(AMPROCNUM, ObjectIdGetDatum(opfamilyoid));
 
-	/* support functions: only number 1, input type -> real[] */
-	for (i = 0; i < proclist->n_members; i++)
-	{
-		HeapTuple	proctup = &proclist->members[i]->tuple;
-		Form_pg_amproc procform = (Form_pg_amproc) GETSTRUCT(proctup);
-
-		if (procform->amprocnum != GATEANN_TO_REAL_ARRAY_PROC)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("gateann operator family \"%s\" contains function %s with invalid support number %d",
-							opfamilyname, format_procedure(procform->amproc),
-							procform->amprocnum)));
-			result = false;
-			continue;
-		}
-		if (!check_amproc_signature(procform->amproc, FLOAT4ARRAYOID, true, 1, 1,
-									procform->amproclefttype))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("gateann operator family \"%s\" contains function %s with wrong signature for support number %d",
-							opfamilyname, format_procedure(procform->amproc),
-							procform->amprocnum),
-					 errdetail("Support function 1 takes the indexed type and returns real[].")));
-			result = false;
-			continue;
-		}
-		if (procform->amproclefttype == opcintype)
-			class_converts = true;
-	}
-
-	/* operators: ordering ones are distances, search ones are predicates */
-	for (i = 0; i < oprlist->n_members; i++)
-	{
-		HeapTuple	oprtup = &oprlist->members[i]->tuple;
-		Form_pg_amop oprform = (Form_pg_amop) GETSTRUCT(oprtup);
-		bool		ordering = oprform->amoppurpose == AMOP_ORDER;
-		int			max = ordering ? VALIDATE_ORDER_MAX : VALIDATE_SEARCH_MAX;
-
-		if (oprform->amopstrategy < 1 || oprform->amopstrategy > max)
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("gateann operator family \"%s\" contains %s operator %s with invalid strategy number %d",
-							opfamilyname, ordering ? "ordering" : "search",
-							format_operator(oprform->amopopr), oprform->amopstrategy),
-					 errdetail(ordering ?
-							   "Ordering operators use strategies 1 (L2), 2 (inner product) and 3 (cosine)." :
-							   "Search operators use strategies 1-5 (<, <=, =, >=, >) and 6-8 (&&, @>, <@).")));
-			result = false;
-			continue;
-		}
-		if (ordering)
-		{
-			if (oprform->amoplefttype == opcintype)
-				class_orders = true;
-			if (!OidIsValid(oprform->amopsortfamily) ||
-				!opfamily_can_sort_type(oprform->amopsortfamily, FLOAT8OID))
-			{
-				ereport(INFO,
-						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("gateann operator family \"%s\" contains ordering operator %s without FOR ORDER BY a float8 sort family",
-								opfamilyname, format_operator(oprform->amopopr)),
-						 errhint("Declare it FOR ORDER BY float_ops.")));
-				result = false;
-			}
-			if (!check_amop_signature(oprform->amopopr, FLOAT8OID,
-									  oprform->amoplefttype, oprform->amoprighttype) ||
-				oprform->amoplefttype != oprform->amoprighttype)
-			{
-				ereport(INFO,
-						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-						 errmsg("gateann operator family \"%s\" contains ordering operator %s with wrong signature",
-								opfamilyname, format_operator(oprform->amopopr)),
-						 errdetail("A distance takes two values of the indexed type and returns float8.")));
-				result = false;
-			}
-		}
-		else if (!check_amop_signature(oprform->amopopr, BOOLOID,
-									   oprform->amoplefttype, oprform->amoprighttype))
-		{
-			ereport(INFO,
-					(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
-					 errmsg("gateann operator family \"%s\" contains search operator %s with wrong signature",
-							opfamilyname, format_operator(oprform->amopopr)),
-					 errdetail("A search operator returns boolean.")));
-			result = false;
-		}
-	}
+	class_converts = validate_support_functions(proclist, opfamilyname, opcintype, &result);
+	class_orders = validate_operators(oprlist, opfamilyname, opcintype, &result);
 
 	/* a vector class of a type other than real[] says how to read it */
 	if (class_orders && opcintype != FLOAT4ARRAYOID && !class_converts)
