@@ -158,8 +158,10 @@ def _summarize_shapes(rj):
              "info": _info(info)}
         facts.append({k: v for k, v in g.items() if v is not None})
     points = []
+    # (a sweep over L keeps every point: the speed table picks from them)
+    keep_L = {100, 400, 800} | (set(o.get("L") or []) if len(o.get("L") or []) >= 3 else set())
     for p in rj.get("points", []):
-        if p.get("L") not in (100, 400, 800):
+        if p.get("L") not in keep_L:
             continue
         q = {k: p.get(k) for k in ("shape", "metric", "workload", "engine", "L", "recall",
                                    "zero", "reads", "ms")}
@@ -632,6 +634,76 @@ def t_matrix(runs, n):
                  rows) + [""] + footnotes(used)
 
 
+SPEED_WORKLOADS = ["none", "u10", "u1", "a10", "c10", "c5"]
+SPEED_RECALL = 0.95
+# bench/shapes.py times only the query from this commit on (before, its time
+# included gateann's counter query, which pgvector has none of)
+QUERY_ONLY_TIMING = "8c981ec"
+
+
+def _timed_query_only(r):
+    commit = (r.get("commit") or "").rstrip("+")
+    if not commit:
+        return False
+    try:
+        return subprocess.run(["git", "-C", REPO, "merge-base", "--is-ancestor",
+                               QUERY_ONLY_TIMING, commit],
+                              capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
+
+
+def _best_qps(r, shape, metric, wl, engine):
+    """(QPS, L, recall) of the fastest point at recall >= SPEED_RECALL, or
+    the best recall reached (None, None, recall), or None if not measured."""
+    pts = [p for p in r.get("points", []) if p["shape"] == shape and p["metric"] == metric
+           and p["workload"] == wl and p["engine"] == engine and p.get("ms")]
+    if not pts:
+        return None
+    ok = [p for p in pts if p["recall"] >= SPEED_RECALL]
+    if not ok:
+        return (None, None, max(p["recall"] for p in pts))
+    best = min(ok, key=lambda p: p["ms"])
+    return (1000.0 / best["ms"], best["L"], best["recall"])
+
+
+def t_speed(runs, n):
+    """Best QPS (one client, the query alone timed) at recall@10 >= 0.95 by
+    shape and workload, gateann gate against pgvector HNSW swept over the
+    same L / ef_search values in the same run: the newest default-option run
+    with pgvector that swept at least three values and timed the query
+    alone."""
+    cand = [r for r in _default_shapes(runs, n)
+            if len(r.get("options", {}).get("L") or []) >= 3 and _timed_query_only(r)]
+    pairs = sorted({(f["shape"], f["metric"]) for r in cand for f in r.get("facts", [])},
+                   key=_shape_key)
+    rows, used = [], []
+    for shape, metric in pairs:
+        for wl in SPEED_WORKLOADS:
+            for r in cand:
+                g = _best_qps(r, shape, metric, wl, "gateann_gate")
+                v = _best_qps(r, shape, metric, wl, "pgvector")
+                if g is None or v is None:
+                    continue
+
+                def cell(b):
+                    if b[0] is None:
+                        return f"never (max {f3(b[2])})"
+                    return f"{fint(b[0])} (L {b[1]}, {f3(b[2])})"
+                ratio = "–"
+                if g[0] is not None and v[0] is not None:
+                    ratio = f"{g[0] / v[0]:.2f}"
+                elif g[0] is not None:
+                    ratio = "only gateann"
+                rows.append([shape, metric, wl, cell(g), cell(v), ratio, ref(r)])
+                used.append(r)
+                break
+    if not rows:
+        return not_measured(f"`bench/run.sh shapes --n {n} --L 20,40,100,200 --engines gateann_gate,pgvector`")
+    return table(["shape", "metric", "workload", "gateann QPS (L, recall)",
+                  "pgvector QPS (ef_search, recall)", "ratio", "run"], rows) + [""] + footnotes(used)
+
+
 def t_matrix_builds(runs, n):
     """Per shape: builds, from the newest default-option run with pgvector."""
     cand, pairs = _matrix(runs, n)
@@ -930,6 +1002,7 @@ TABLES = {
     "matrix_20k": lambda runs: t_matrix(runs, 20000),
     "matrix_100k": lambda runs: t_matrix(runs, 100000),
     "matrix_100k_builds": lambda runs: t_matrix_builds(runs, 100000),
+    "speed_100k": lambda runs: t_speed(runs, 100000),
     "degree": t_degree,
     "writes": t_writes,
     "writes_recall": t_writes_recall,
