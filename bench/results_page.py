@@ -180,9 +180,15 @@ def _summarize_writes(rj):
         if key in rj:
             recall[key] = [{"workload": r["workload"], "L": r["L"], "recall": r["recall"]}
                            for r in rj[key]]
-    return {"n": (rj.get("dataset") or {}).get("n"), "base_rows": rj.get("base_rows"),
-            "inserted_rows": rj.get("inserted_rows"), "deleted_rows": rj.get("deleted_rows"),
-            "steps": steps, "recall": recall}
+    out = {"n": (rj.get("dataset") or {}).get("n"), "base_rows": rj.get("base_rows"),
+           "inserted_rows": rj.get("inserted_rows"), "deleted_rows": rj.get("deleted_rows"),
+           "steps": steps, "recall": recall}
+    if "pgvector" in rj:
+        pv = rj["pgvector"]
+        out["pgvector"] = {"build_seconds": pv.get("build_seconds"),
+                           "insert_c1": pv.get("insert_c1", {}).get("rows_per_second"),
+                           "insert_c2": pv.get("insert_c2", {}).get("rows_per_second")}
+    return out
 
 
 def _summarize_mix(rj):
@@ -852,10 +858,12 @@ def t_writes(runs):
 
         def g(step, k):
             return s.get(step, {}).get(k)
+        pv = r.get("pgvector")
         rows.append([f"{rows_label(r.get('n'))}: {r.get('base_rows'):,} built, "
                      f"+{r.get('inserted_rows'):,} / −{r.get('deleted_rows'):,}",
-                     fms(g("build", "seconds")),
-                     f"{fint(g('insert_c1', 'rows_per_second'))} / {fint(g('insert_c2', 'rows_per_second'))}",
+                     fms(g("build", "seconds")) + (f" ({fms(pv['build_seconds'])})" if pv else ""),
+                     f"{fint(g('insert_c1', 'rows_per_second'))} / {fint(g('insert_c2', 'rows_per_second'))}"
+                     + (f" ({fint(pv['insert_c1'])} / {fint(pv['insert_c2'])})" if pv else ""),
                      f"{fms(g('vacuum', 'seconds'))} ({fint(g('vacuum', 'free_slots'))} slots freed)",
                      f"{fint(g('reinsert_c2', 'rows_per_second'))} ({fint(g('after_reinsert', 'free_slots'))} left)",
                      f"{mib(g('build', 'index_bytes'))} → {mib(g('after_inserts', 'index_bytes'))} → "
@@ -864,7 +872,8 @@ def t_writes(runs):
         used.append(r)
     if not rows:
         return not_measured("`bench/run.sh writes`")
-    return table(["data", "build s", "insert rows/s: 1 / 2 clients", "delete 20 % + VACUUM s",
+    return table(["data", "build s (pgvector HNSW)", "insert rows/s: 1 / 2 clients (pgvector HNSW)",
+                  "delete 20 % + VACUUM s",
                   "re-insert rows/s, 2 clients (free slots)", "index MiB: built → +inserts → re-inserted",
                   "fresh build s / REINDEX s", "run"], rows) + [""] + footnotes(used)
 

@@ -12,7 +12,10 @@ On a generated dataset of n rows (bench/gen.py, loaded once):
      against exact search on the table (sequential scans), and the same on a
      fresh build of the same rows (a copy of the table);
   5. insert the deleted rows again (2 clients): they take the freed slots;
-  6. recall of the churned index again, and after a REINDEX.
+  6. recall of the churned index again, and after a REINDEX;
+  7. when the server has pgvector: the same base rows in a vector column with
+     an HNSW index (m 16, ef_construction 64), the same rows inserted with 1
+     and then 2 clients: pgvector's rows/s beside gateann's (step 2).
 Index size and node/deleted/free counts are recorded after every step.
 Writes summary.md and results.json into --out.
 """
@@ -101,6 +104,33 @@ def measure_recall(conn, qtable: str, nq: int, truth: dict, tab: str = "w") -> l
     return points
 
 
+def pgvector_inserts(conn, a, spec, base: int, one: int, two: int) -> dict:
+    """Step 7: the base rows under pgvector's HNSW, then the rows gateann got in
+    step 2 inserted the same way (1 client, then 2)."""
+    log("pgvector: the same base rows, HNSW index, the same inserts")
+    conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    conn.execute("DROP TABLE IF EXISTS wv")
+    conn.execute(f"CREATE TABLE wv AS SELECT id, label10, embedding::vector({a.dim}) AS embedding "
+                 f"FROM {spec.table} WHERE id < %s", (base,))
+    conn.execute("ALTER TABLE wv ADD PRIMARY KEY (id)")
+    conn.execute("VACUUM ANALYZE wv")
+    conn.execute("SET maintenance_work_mem = '4GB'")
+    t0 = time.monotonic()
+    conn.execute("CREATE INDEX wv_idx ON wv USING hnsw (embedding vector_l2_ops) "
+                 "WITH (m = 16, ef_construction = 64)")
+    out = {"build_seconds": round(time.monotonic() - t0, 1)}
+    conn.execute("DROP SEQUENCE IF EXISTS wv_next")
+    conn.execute(f"CREATE SEQUENCE wv_next START {base}")
+    script = (f"INSERT INTO wv SELECT id, label10, embedding::vector FROM {spec.table} "
+              "WHERE id = (SELECT nextval('wv_next'));\n")
+    out["insert_c1"] = run_pgbench(a.pgbench, script, 1, one)
+    log(f"  pgvector 1 client: {out['insert_c1']['rows_per_second']} rows/s")
+    out["insert_c2"] = run_pgbench(a.pgbench, script, 2, two)
+    log(f"  pgvector 2 clients: {out['insert_c2']['rows_per_second']} rows/s")
+    conn.execute("DROP TABLE wv")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, required=True)
@@ -186,6 +216,9 @@ def main():
     conn.execute("SELECT gateann_prewarm('w_idx')")
     res["fresh_reinsert"] = measure_recall(conn, spec.qtable, a.queries, truth2)
 
+    if conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'").fetchone():
+        res["pgvector"] = pgvector_inserts(conn, a, spec, base, one, two)
+
     write_json(a.out / "results.json", res)
     st = res["steps"]
     mib = lambda b: f"{b / 2**20:.0f} MiB"
@@ -216,6 +249,15 @@ def main():
     for c, f in zip(res["churned_reinsert"], res["fresh_reinsert"]):
         lines.append(f"| {c['workload']} | {c['L']} | {c['recall']:.4f} | {f['recall']:.4f} | "
                      f"{c['recall'] - f['recall']:+.4f} | {c['mean_ms']} / {f['mean_ms']} |")
+    if "pgvector" in res:
+        pv = res["pgvector"]
+        lines += ["", "Inserts beside pgvector HNSW (m 16, ef_construction 64) on the same base rows, "
+                  "the same rows inserted (step 2 for gateann):", "",
+                  "| index | build s | rows/s, 1 client | rows/s, 2 clients |", "|---|---|---|---|",
+                  f"| gateann | {st['build']['seconds']} | {st['insert_c1']['rows_per_second']} | "
+                  f"{st['insert_c2']['rows_per_second']} |",
+                  f"| pgvector HNSW | {pv['build_seconds']} | {pv['insert_c1']['rows_per_second']} | "
+                  f"{pv['insert_c2']['rows_per_second']} |"]
     (a.out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
