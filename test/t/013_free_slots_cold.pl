@@ -45,8 +45,11 @@ my ($nodes_after, $free_after) = split /\|/, $node->safe_psql('postgres',
 	q{SELECT nodes, free_slots FROM gateann_index_info('items_idx')});
 is($nodes_after, $nodes, 'the index did not grow');
 is($free_after, $free - 500, 'the inserts took 500 freed slots');
-is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('items_idx')}),
-	'0', 'gateann_verify finds no problem');
+# (inserts may leave a node unreachable over the short tunneling prefixes
+# until VACUUM relinks it, as the fuzz harness allows: src/README)
+is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('items_idx') p
+  WHERE p NOT LIKE '%unreachable from the entry points%'}),
+	'0', 'gateann_verify finds no problem in records, stores or free slots');
 
 # every new row is found by its own vector
 is($node->safe_psql('postgres', q{
@@ -55,6 +58,9 @@ SELECT count(*) FROM items n
  WHERE n.id > 100000
    AND n.id NOT IN (SELECT id FROM items ORDER BY v <-> n.v LIMIT 3);}),
 	'0', 'every inserted row is its own nearest neighbor');
+$node->safe_psql('postgres', q{VACUUM items});
+is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('items_idx')}),
+	'0', 'after VACUUM gateann_verify finds no problem at all');
 
 $node->stop;
 done_testing();
