@@ -183,6 +183,8 @@ def _summarize_writes(rj):
     out = {"n": (rj.get("dataset") or {}).get("n"), "base_rows": rj.get("base_rows"),
            "inserted_rows": rj.get("inserted_rows"), "deleted_rows": rj.get("deleted_rows"),
            "steps": steps, "recall": recall}
+    if "stores_shared" in rj:
+        out["stores_shared"] = rj["stores_shared"]
     if "pgvector" in rj:
         pv = rj["pgvector"]
         out["pgvector"] = {"build_seconds": pv.get("build_seconds"),
@@ -851,16 +853,19 @@ def t_writes(runs):
     """Writes benchmark steps, newest run per data-set size."""
     rows, used, seen = [], [], set()
     for r in of_kind(runs, "writes"):
-        if r.get("n") in seen:
+        key = (r.get("n"), r.get("stores_shared", True))
+        if key in seen:
             continue
-        seen.add(r.get("n"))
+        seen.add(key)
         s = r.get("steps", {})
 
         def g(step, k):
             return s.get(step, {}).get(k)
         pv = r.get("pgvector")
         rows.append([f"{rows_label(r.get('n'))}: {r.get('base_rows'):,} built, "
-                     f"+{r.get('inserted_rows'):,} / −{r.get('deleted_rows'):,}",
+                     f"+{r.get('inserted_rows'):,} / −{r.get('deleted_rows'):,}"
+                     + ("" if r.get("stores_shared", True) else
+                        ", no shared_preload_libraries (private stores)"),
                      fms(g("build", "seconds")) + (f" ({fms(pv['build_seconds'])})" if pv else ""),
                      f"{fint(g('insert_c1', 'rows_per_second'))} / {fint(g('insert_c2', 'rows_per_second'))}"
                      + (f" ({fint(pv['insert_c1'])} / {fint(pv['insert_c2'])})" if pv else ""),
@@ -881,9 +886,10 @@ def t_writes(runs):
 def t_writes_recall(runs):
     rows, used, seen = [], [], set()
     for r in of_kind(runs, "writes"):
-        if r.get("n") in seen:
+        key = (r.get("n"), r.get("stores_shared", True))
+        if key in seen:
             continue
-        seen.add(r.get("n"))
+        seen.add(key)
         rc = r.get("recall", {})
 
         def get(key, wl, L):

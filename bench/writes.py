@@ -156,6 +156,10 @@ def main():
     seconds = base_table(conn, spec.table, "w", base, "4GB")
     res["steps"]["build"] = {"seconds": seconds, **index_facts(conn, "w_idx")}
     conn.execute("SELECT gateann_prewarm('w_idx')")
+    # without shared_preload_libraries every backend keeps a private copy of the stores
+    res["shared_preload_libraries"] = conn.execute("SHOW shared_preload_libraries").fetchone()[0]
+    res["stores_shared"] = conn.execute(
+        "SELECT shared FROM gateann_index_info('w_idx')").fetchone()[0]
 
     # inserts: ids base .. base+grow-1 taken from a sequence, 1/4 with 1 client, 3/4 with 2
     conn.execute("DROP SEQUENCE IF EXISTS w_next")
@@ -227,7 +231,9 @@ def main():
              f"- machine: {res['machine'].get('cpu_model', '?')}, {res['machine'].get('cores', '?')} cores, "
              f"{res['machine'].get('ram_gib', '?')} GiB RAM",
              f"- server: {res['server'].split(',')[0]}",
-             f"- git: {res['git'].get('commit', '?')}", "",
+             f"- git: {res['git'].get('commit', '?')}",
+             f"- shared_preload_libraries = '{res['shared_preload_libraries']}' "
+             f"(stores {'shared' if res['stores_shared'] else 'private to each backend'})", "",
              "| step | rows/s or seconds | nodes | deleted | free slots | index size |",
              "|---|---|---|---|---|---|",
              f"| build on {base} rows | {st['build']['seconds']} s | {st['build']['nodes']} | 0 | 0 | {mib(st['build']['index_bytes'])} |",
