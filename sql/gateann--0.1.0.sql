@@ -35,6 +35,75 @@ CREATE OPERATOR CLASS float4_ip_ops FOR TYPE real[] USING gateann AS
 CREATE OPERATOR CLASS float4_cosine_ops FOR TYPE real[] USING gateann AS
 	OPERATOR 3 <=> (real[], real[]) FOR ORDER BY float_ops;
 
+-- the query vector as clients bind it: a list of floats arrives as double
+-- precision[], of whole numbers as smallint[], integer[] or bigint[], and
+-- literals as numeric[] or integer[].  One operator for each (with only
+-- some of them, an argument of another type that casts to several would be
+-- ambiguous); the scan converts the query as a cast to real[] does.
+CREATE FUNCTION gateann_l2_distance(real[], double precision[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_negative_inner_product(real[], double precision[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_cosine_distance(real[], double precision[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = double precision[], FUNCTION = gateann_l2_distance);
+CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = double precision[], FUNCTION = gateann_negative_inner_product);
+CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = double precision[], FUNCTION = gateann_cosine_distance);
+CREATE FUNCTION gateann_l2_distance(real[], numeric[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_negative_inner_product(real[], numeric[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_cosine_distance(real[], numeric[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = numeric[], FUNCTION = gateann_l2_distance);
+CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = numeric[], FUNCTION = gateann_negative_inner_product);
+CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = numeric[], FUNCTION = gateann_cosine_distance);
+CREATE FUNCTION gateann_l2_distance(real[], smallint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_negative_inner_product(real[], smallint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_cosine_distance(real[], smallint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = smallint[], FUNCTION = gateann_l2_distance);
+CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = smallint[], FUNCTION = gateann_negative_inner_product);
+CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = smallint[], FUNCTION = gateann_cosine_distance);
+CREATE FUNCTION gateann_l2_distance(real[], integer[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_negative_inner_product(real[], integer[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_cosine_distance(real[], integer[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = integer[], FUNCTION = gateann_l2_distance);
+CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = integer[], FUNCTION = gateann_negative_inner_product);
+CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = integer[], FUNCTION = gateann_cosine_distance);
+CREATE FUNCTION gateann_l2_distance(real[], bigint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_negative_inner_product(real[], bigint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_cosine_distance(real[], bigint[]) RETURNS float8
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = bigint[], FUNCTION = gateann_l2_distance);
+CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = bigint[], FUNCTION = gateann_negative_inner_product);
+CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = bigint[], FUNCTION = gateann_cosine_distance);
+ALTER OPERATOR FAMILY float4_l2_ops USING gateann ADD
+	OPERATOR 1 <-> (real[], double precision[]) FOR ORDER BY float_ops,
+	OPERATOR 1 <-> (real[], numeric[]) FOR ORDER BY float_ops,
+	OPERATOR 1 <-> (real[], smallint[]) FOR ORDER BY float_ops,
+	OPERATOR 1 <-> (real[], integer[]) FOR ORDER BY float_ops,
+	OPERATOR 1 <-> (real[], bigint[]) FOR ORDER BY float_ops;
+ALTER OPERATOR FAMILY float4_ip_ops USING gateann ADD
+	OPERATOR 2 <#> (real[], double precision[]) FOR ORDER BY float_ops,
+	OPERATOR 2 <#> (real[], numeric[]) FOR ORDER BY float_ops,
+	OPERATOR 2 <#> (real[], smallint[]) FOR ORDER BY float_ops,
+	OPERATOR 2 <#> (real[], integer[]) FOR ORDER BY float_ops,
+	OPERATOR 2 <#> (real[], bigint[]) FOR ORDER BY float_ops;
+ALTER OPERATOR FAMILY float4_cosine_ops USING gateann ADD
+	OPERATOR 3 <=> (real[], double precision[]) FOR ORDER BY float_ops,
+	OPERATOR 3 <=> (real[], numeric[]) FOR ORDER BY float_ops,
+	OPERATOR 3 <=> (real[], smallint[]) FOR ORDER BY float_ops,
+	OPERATOR 3 <=> (real[], integer[]) FOR ORDER BY float_ops,
+	OPERATOR 3 <=> (real[], bigint[]) FOR ORDER BY float_ops;
+
 -- filter column operator classes: the values are stored in the index for
 -- filtering; WHERE clauses with these operators become index conditions.
 -- Strategy numbers (the C code relies on them): 1 <, 2 <=, 3 =, 4 >=, 5 >

@@ -38,6 +38,16 @@
 #define VALIDATE_ORDER_MAX		3	/* 1 L2, 2 inner product, 3 cosine */
 #define VALIDATE_SEARCH_MAX		8	/* 1-5 comparisons, 6-8 arrays */
 
+/* A real[] column's query may come as another array of numbers (vector.c) */
+static bool
+query_array_type(Oid lefttype, Oid righttype)
+{
+	return lefttype == FLOAT4ARRAYOID &&
+		(righttype == FLOAT8ARRAYOID || righttype == NUMERICARRAYOID ||
+		 righttype == INT2ARRAYOID || righttype == INT4ARRAYOID ||
+		 righttype == INT8ARRAYOID);
+}
+
 /*
  * Support functions: only number 1, input type -> real[].  Clears *ok on a
  * bad one; returns whether one converts the class's own input type.
@@ -129,13 +139,14 @@ validate_operators(CatCList *oprlist, const char *opfamilyname, Oid opcintype, b
 			}
 			if (!check_amop_signature(oprform->amopopr, FLOAT8OID,
 									  oprform->amoplefttype, oprform->amoprighttype) ||
-				oprform->amoplefttype != oprform->amoprighttype)
+				(oprform->amoplefttype != oprform->amoprighttype &&
+				 !query_array_type(oprform->amoplefttype, oprform->amoprighttype)))
 			{
 				ereport(INFO,
 						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 						 errmsg("gateann operator family \"%s\" contains ordering operator %s with wrong signature",
 								opfamilyname, format_operator(oprform->amopopr)),
-						 errdetail("A distance takes two values of the indexed type and returns float8.")));
+						 errdetail("A distance takes two values of the indexed type (a real[] also a double precision[], numeric[] or integer array query) and returns float8.")));
 				*ok = false;
 			}
 		}

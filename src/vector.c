@@ -15,6 +15,7 @@
 #include "utils/builtins.h"
 #include "utils/float.h"
 #include "utils/lsyscache.h"
+#include "utils/numeric.h"
 #include "utils/rel.h"
 
 PG_FUNCTION_INFO_V1(gateann_l2_distance);
@@ -42,11 +43,19 @@ gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
 	}
 }
 
-/* Validate a real[] and return a pointer to its elements (no copy). */
+/*
+ * Validate a one-dimensional array of real, double precision, numeric or
+ * an integer type and return its elements as floats: a real[]'s own (no copy), the
+ * others converted into a palloc'd array (what clients bind: a list of
+ * floats is a double precision[]; the same as casting it to real[]).
+ */
 static float *
-real_array_elements(ArrayType *arr, int *dims)
+array_elements(ArrayType *arr, int *dims)
 {
+	Oid			elemtype = ARR_ELEMTYPE(arr);
 	int			n;
+	float	   *dst;
+	int			i;
 
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
@@ -57,17 +66,71 @@ real_array_elements(ArrayType *arr, int *dims)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("vector must not contain NULL elements")));
-	if (ARR_ELEMTYPE(arr) != FLOAT4OID)
+	if (elemtype != FLOAT4OID && elemtype != FLOAT8OID && elemtype != NUMERICOID &&
+		elemtype != INT2OID && elemtype != INT4OID && elemtype != INT8OID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("vector must be an array of real")));
+				 errmsg("vector must be an array of real, double precision, numeric or integer")));
 	n = ARR_NDIM(arr) == 0 ? 0 : ARR_DIMS(arr)[0];
 	if (n == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("vector must have at least 1 dimension")));
 	*dims = n;
-	return (float *) ARR_DATA_PTR(arr);
+	if (elemtype == FLOAT4OID)
+		return (float *) ARR_DATA_PTR(arr);
+	if (n > GATEANN_MAX_DIMS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("vector has %d dimensions, gateann indexes at most %d",
+						n, GATEANN_MAX_DIMS)));
+	dst = palloc(sizeof(float) * n);
+	if (elemtype == FLOAT8OID)
+	{
+		const float8 *src = (const float8 *) ARR_DATA_PTR(arr);
+
+		for (i = 0; i < n; i++)
+		{
+			dst[i] = (float) src[i];
+			/* as the cast to real[] does */
+			if (unlikely(isinf(dst[i])) && !isinf(src[i]))
+				float_overflow_error();
+			if (unlikely(dst[i] == 0.0f) && src[i] != 0.0)
+				float_underflow_error();
+		}
+	}
+	else if (elemtype == INT2OID)
+	{
+		const int16 *src = (const int16 *) ARR_DATA_PTR(arr);
+
+		for (i = 0; i < n; i++)
+			dst[i] = (float) src[i];
+	}
+	else if (elemtype == INT4OID)
+	{
+		const int32 *src = (const int32 *) ARR_DATA_PTR(arr);
+
+		for (i = 0; i < n; i++)
+			dst[i] = (float) src[i];
+	}
+	else if (elemtype == INT8OID)
+	{
+		const int64 *src = (const int64 *) ARR_DATA_PTR(arr);
+
+		for (i = 0; i < n; i++)
+			dst[i] = (float) src[i];
+	}
+	else
+	{
+		Datum	   *elems;
+		int			nelems;
+
+		deconstruct_array(arr, NUMERICOID, -1, false, TYPALIGN_INT, &elems, NULL, &nelems);
+		for (i = 0; i < nelems; i++)
+			dst[i] = DatumGetFloat4(DirectFunctionCall1(numeric_float4, elems[i]));
+		pfree(elems);
+	}
+	return dst;
 }
 
 float *
@@ -83,14 +146,19 @@ gateann_vector_from_datum(const GateannVectorReader *reader, Datum value, int *d
 	else
 		arr = DatumGetArrayTypeP(FunctionCall1Coll(reader->to_real_array,
 												   reader->collation, value));
-	elems = real_array_elements(arr, &n);
+	elems = array_elements(arr, &n);
 	if (n > GATEANN_MAX_DIMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("vector has %d dimensions, gateann indexes at most %d",
 						n, GATEANN_MAX_DIMS)));
-	result = palloc(sizeof(float) * n);
-	memcpy(result, elems, sizeof(float) * n);
+	if (ARR_ELEMTYPE(arr) != FLOAT4OID)
+		result = elems;			/* a converted copy already */
+	else
+	{
+		result = palloc(sizeof(float) * n);
+		memcpy(result, elems, sizeof(float) * n);
+	}
 	if ((Pointer) arr != DatumGetPointer(value))
 		pfree(arr);
 	*dims = n;
@@ -184,8 +252,8 @@ gateann_l2_distance(PG_FUNCTION_ARGS)
 	int			na,
 				nb,
 				i;
-	float	   *a = real_array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = real_array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a = array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
 	double		sum = 0;
 
 	check_same_dims(na, nb);
@@ -204,8 +272,8 @@ gateann_negative_inner_product(PG_FUNCTION_ARGS)
 	int			na,
 				nb,
 				i;
-	float	   *a = real_array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = real_array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a = array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
 	double		sum = 0;
 
 	check_same_dims(na, nb);
@@ -220,8 +288,8 @@ gateann_cosine_distance(PG_FUNCTION_ARGS)
 	int			na,
 				nb,
 				i;
-	float	   *a = real_array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = real_array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a = array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
 	double		dot = 0,
 				norma = 0,
 				normb = 0,
