@@ -133,10 +133,25 @@ DROP FUNCTION plan(text);
 DROP TABLE ops;
 
 -- a build that needs more than maintenance_work_mem stops with a clear error
+-- whose hint is enough: the scan goes on counting the table's rows (it
+-- asked for 2 MB here from the rows seen so far, then more on each retry)
 CREATE TABLE mem (id int, v real[]);
 INSERT INTO mem SELECT i, array_fill((i % 13)::real, ARRAY[256]) FROM generate_series(1, 3000) i;
 SET maintenance_work_mem = '1MB';
 CREATE INDEX ON mem USING gateann (v);
+DO $$
+DECLARE hint text;
+BEGIN
+  BEGIN
+    CREATE INDEX mem_try ON mem USING gateann (v);
+  EXCEPTION WHEN program_limit_exceeded THEN
+    GET STACKED DIAGNOSTICS hint = PG_EXCEPTION_HINT;
+  END;
+  PERFORM set_config('maintenance_work_mem', substring(hint from '''(\d+MB)'''), false);
+  CREATE INDEX mem_try ON mem USING gateann (v);
+  RAISE NOTICE 'the hint''s maintenance_work_mem was enough';
+END $$;
+DROP INDEX mem_try;
 RESET maintenance_work_mem;
 CREATE INDEX mem_idx ON mem USING gateann (v);
 SELECT nodes FROM gateann_index_info('mem_idx');

@@ -74,42 +74,84 @@ typedef struct BuildState
 	Size		per_node_graph_bytes;	/* estimate, for the memory check */
 	Size		memory_limit;
 	double		reltuples;		/* heap tuples seen, incl. not indexed */
+	/*
+	 * Over maintenance_work_mem: the scan goes on counting the rows it no
+	 * longer keeps, so that the error can say what the whole table needs.
+	 */
+	bool		over_budget;
+	uint32		n_unkept;
 	MemoryContext tmpcxt;
 } BuildState;
 
-static void
-check_memory(BuildState *bs, uint32 n_needed)
+/*
+ * Memory a build of n vectors needs, the filter and tail rows seen so far
+ * counted `scale` times.
+ */
+static Size
+memory_need(const BuildState *bs, uint32 n, double scale)
 {
 	Size		need;
+	int			nsample = (int) Min(n, (uint32) GATEANN_PQ_TRAIN_SAMPLE);
 
-	need = (Size) n_needed * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
-							  bs->per_node_graph_bytes);
-	need += gateann_filter_arena_bytes(&bs->arena);
-	need += (Size) bs->ntail * (sizeof(ItemPointerData) + sizeof(uint16)) +
-		gateann_filter_arena_bytes(&bs->tail_arena);
+	need = (Size) n * (sizeof(float) * bs->dims + sizeof(ItemPointerData) +
+					   bs->per_node_graph_bytes);
+	need += (Size) (scale * (gateann_filter_arena_bytes(&bs->arena) +
+							 (Size) bs->ntail * (sizeof(ItemPointerData) + sizeof(uint16)) +
+							 gateann_filter_arena_bytes(&bs->tail_arena)));
 	/* codebook, training sample and k-means scratch, PQ codes */
 	need += gateann_pq_codebook_bytes(bs->dims);
-	need += (Size) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE) * sizeof(float) * bs->dims;
-	need += gateann_pq_train_scratch_bytes((int) Min(n_needed, (uint32) GATEANN_PQ_TRAIN_SAMPLE),
-										   bs->dims, bs->pq_m);
-	need += (Size) n_needed * gateann_pq_code_bytes(bs->pq_m);
+	need += (Size) nsample * sizeof(float) * bs->dims;
+	need += gateann_pq_train_scratch_bytes(nsample, bs->dims, bs->pq_m);
+	need += (Size) n * gateann_pq_code_bytes(bs->pq_m);
 	/* locality order: the node -> arena entry map, clustering scratch */
-	if (bs->locality_order && n_needed >= GATEANN_ORDER_MIN_NODES)
-		need += (Size) n_needed * sizeof(uint32) +
-			gateann_locality_order_scratch_bytes(n_needed, bs->dims);
-	if (need > bs->memory_limit)
-	{
-		double		est_rows = Max(bs->index->rd_rel->reltuples, (double) n_needed);
-		Size		est = (Size) (need * (est_rows / Max(n_needed, 1)) * 1.1);
+	if (bs->locality_order && n >= GATEANN_ORDER_MIN_NODES)
+		need += (Size) n * sizeof(uint32) + gateann_locality_order_scratch_bytes(n, bs->dims);
+	return need;
+}
 
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg_plural("gateann index build needs more than maintenance_work_mem (%zu kB) for %u vector of %d dimensions",
-							   "gateann index build needs more than maintenance_work_mem (%zu kB) for %u vectors of %d dimensions",
-							   n_needed, bs->memory_limit / 1024, n_needed, bs->dims),
-				 errhint("Increase maintenance_work_mem to at least %zu MB, e.g. SET maintenance_work_mem = '%zuMB', and retry.",
-						 est / (1024 * 1024) + 1, est / (1024 * 1024) + 1)));
-	}
+/*
+ * The error of a build over maintenance_work_mem, with what n vectors (and
+ * the filter and tail rows kept so far, counted `scale` times) need.
+ */
+static void
+report_memory(const BuildState *bs, uint32 n, double scale)
+{
+	Size		est = (Size) (memory_need(bs, n, scale) * 1.1);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg_plural("gateann index build needs more than maintenance_work_mem (%zu kB) for %u vector of %d dimensions",
+						   "gateann index build needs more than maintenance_work_mem (%zu kB) for %u vectors of %d dimensions",
+						   n, bs->memory_limit / 1024, n, bs->dims),
+			 errhint("Increase maintenance_work_mem to at least %zu MB, e.g. SET maintenance_work_mem = '%zuMB', and retry.",
+					 est / (1024 * 1024) + 1, est / (1024 * 1024) + 1)));
+}
+
+/*
+ * Do n vectors fit?  During the heap scan a build that does not goes on
+ * counting rows (over_budget): a hint from the rows seen so far was far too
+ * low on a table without a row count, and each retry failed again.
+ */
+static bool
+check_memory(BuildState *bs, uint32 n_needed)
+{
+	if (memory_need(bs, n_needed, 1.0) <= bs->memory_limit)
+		return true;
+	bs->over_budget = true;
+	return false;
+}
+
+/* After the heap scan: the error for the whole table, if it did not fit */
+static void
+check_memory_after_scan(const BuildState *bs)
+{
+	double		kept = Max((double) bs->n + bs->ntail, 1.0);
+	uint32		n = bs->n + bs->n_unkept;
+
+	if (bs->over_budget)
+		report_memory(bs, n, (kept + bs->n_unkept) / kept);
+	if (bs->n > 0 && memory_need(bs, bs->n, 1.0) > bs->memory_limit)
+		report_memory(bs, bs->n, 1.0);
 }
 
 static void
@@ -122,7 +164,7 @@ grow_arrays(BuildState *bs)
 	/* never allocate room for more rows than maintenance_work_mem can hold */
 	newcap = (uint32) Min((Size) newcap, bs->memory_limit / per_row + 1);
 	if (newcap <= bs->n)
-		check_memory(bs, bs->n + 1);	/* reports the error */
+		report_memory(bs, bs->n + 1, 1.0);
 
 	if (bs->capacity == 0)
 	{
@@ -159,7 +201,7 @@ add_tail_row(BuildState *bs, ItemPointer tid, Datum *values, bool *isnull, uint1
 	bs->tail_flags[bs->ntail] = flags;
 	gateann_filter_arena_add(&bs->tail_arena, bs->filters, values + 1, isnull + 1);
 	bs->ntail++;
-	check_memory(bs, bs->n);
+	(void) check_memory(bs, bs->n);
 }
 
 static void
@@ -173,6 +215,11 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	int			bad;
 
 	bs->reltuples += 1;
+	if (bs->over_budget)
+	{
+		bs->n_unkept++;			/* (rows without a distance too: an upper bound) */
+		return;
+	}
 	if (isnull[0])
 	{
 		add_tail_row(bs, tid, values, isnull, GATEANN_NODE_NULL_VECTOR);
@@ -233,7 +280,12 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 				 errmsg("gateann indexes at most %u rows", GATEANN_MAX_NODES)));
-	check_memory(bs, bs->n + 1);
+	if (!check_memory(bs, bs->n + 1))
+	{
+		bs->n_unkept++;
+		MemoryContextReset(bs->tmpcxt);
+		return;
+	}
 	if (bs->n == bs->capacity)
 		grow_arrays(bs);
 
@@ -796,8 +848,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	report_phase(GATEANN_PHASE_SCAN, heap->rd_rel->reltuples);
 	table_index_build_scan(heap, index, indexInfo, true, true,
 						   build_callback, &bs, NULL);
-	if (bs.n > 0)
-		check_memory(&bs, bs.n);
+	check_memory_after_scan(&bs);
 
 	init_meta(&meta, index, opts, bs.metric, bs.filters);
 	/* (an index of tail records only has seen no vector to lay out for) */
