@@ -849,14 +849,20 @@ def t_degree(runs):
                  rows) + [""] + footnotes(used)
 
 
-def t_writes(runs):
-    """Writes benchmark steps, newest run per data-set size."""
-    rows, used, seen = [], [], set()
+def _newest_writes(runs):
+    """The newest writes run per data-set size and store sharing."""
+    seen = set()
     for r in of_kind(runs, "writes"):
         key = (r.get("n"), r.get("stores_shared", True))
-        if key in seen:
-            continue
-        seen.add(key)
+        if key not in seen:
+            seen.add(key)
+            yield r
+
+
+def t_writes(runs):
+    """Writes benchmark steps, newest run per data-set size."""
+    rows, used = [], []
+    for r in _newest_writes(runs):
         s = r.get("steps", {})
 
         def g(step, k):
@@ -884,12 +890,8 @@ def t_writes(runs):
 
 
 def t_writes_recall(runs):
-    rows, used, seen = [], [], set()
-    for r in of_kind(runs, "writes"):
-        key = (r.get("n"), r.get("stores_shared", True))
-        if key in seen:
-            continue
-        seen.add(key)
+    rows, used = [], []
+    for r in _newest_writes(runs):
         rc = r.get("recall", {})
 
         def get(key, wl, L):

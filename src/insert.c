@@ -489,7 +489,7 @@ allocate_and_write(InsertState *is)
 	gateann_store_set_neighbors(is->store, id, GateannRecordNeighbors(meta, is->record),
 								GateannRecordHeader(is->record)->nneighbors);
 	for (k = 0; k < npages; k++)
-		gateann_store_page_changed(is->store, meta, index, bufs[k]);
+		gateann_store_page_changed(is->store, meta, bufs[k]);
 	if (reused)
 		gateann_store_clear_deleted(is->store, id);
 	if (is->tail)

@@ -912,6 +912,20 @@ grow_list(GateannScanOpaque so)
 		so->window_matches *= 2;
 }
 
+/* Grow the list and fill it up again with the best evicted candidates */
+static void
+grow_and_refill(GateannScanOpaque so)
+{
+	grow_list(so);
+	heap_build(&so->evicted);
+	while (so->fsize < so->L && so->evicted.size > 0)
+	{
+		HeapEntry	e = heap_pop(&so->evicted);
+
+		frontier_insert(so, e.id, e.dist);
+	}
+}
+
 /*
  * Grow the list and pull back evicted candidates; false if none remain.
  * When none do, the walk has reached all it can from where it started:
@@ -925,14 +939,7 @@ resume_search(GateannScanOpaque so)
 	{
 		/* candidates are left beyond the window: a window twice as large */
 		so->window_cut = false;
-		grow_list(so);
-		heap_build(&so->evicted);
-		while (so->fsize < so->L && so->evicted.size > 0)
-		{
-			HeapEntry	e = heap_pop(&so->evicted);
-
-			frontier_insert(so, e.id, e.dist);
-		}
+		grow_and_refill(so);
 		return true;
 	}
 	if (!so->exhausted && so->evicted.size == 0 && !so->all_entries_seeded)
@@ -952,14 +959,7 @@ resume_search(GateannScanOpaque so)
 		so->exhausted = true;
 		return false;
 	}
-	grow_list(so);
-	heap_build(&so->evicted);
-	while (so->fsize < so->L && so->evicted.size > 0)
-	{
-		HeapEntry	e = heap_pop(&so->evicted);
-
-		frontier_insert(so, e.id, e.dist);
-	}
+	grow_and_refill(so);
 	return true;
 }
 

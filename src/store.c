@@ -1239,26 +1239,21 @@ gateann_store_set_free(GateannStore *s, uint32 id)
 }
 
 void
-gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta,
-						   Relation index, Buffer buf)
+gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta, Buffer buf)
 {
-	/*
-	 * (Scans with no marks to trust -- a private copy, an index without
-	 * WAL -- read through the buffer manager: nothing to force out here.)
-	 */
 	gateann_store_mark_block(s, BufferGetBlockNumber(buf) - meta->node_start,
 							 PageGetLSN(BufferGetPage(buf)));
 }
 
 void
 gateann_store_edit_finish(GateannStore *s, const GateannMetaPageData *meta,
-						  Relation index, GateannRecordEdit *ed)
+						  GateannRecordEdit *ed)
 {
 	int			i;
 
 	gateann_record_finish_change(ed);
 	for (i = 0; i < ed->npages; i++)
-		gateann_store_page_changed(s, meta, index, ed->bufs[i]);
+		gateann_store_page_changed(s, meta, ed->bufs[i]);
 }
 
 void
@@ -1268,7 +1263,7 @@ gateann_store_write_list(GateannStore *s, const GateannMetaPageData *meta, Relat
 {
 	gateann_record_begin_change(index, ed, InvalidBuffer);
 	gateann_record_put_list(meta, ed, flags, list, n);
-	gateann_store_edit_finish(s, meta, index, ed);
+	gateann_store_edit_finish(s, meta, ed);
 	gateann_store_set_neighbors(s, id, list, n);
 }
 

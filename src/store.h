@@ -310,18 +310,17 @@ extern void gateann_store_set_free(GateannStore *s, uint32 id);
 
 /*
  * Node page `buf` (still exclusively locked) was changed under WAL: raise
- * its block mark to the page's LSN, or write it out now where marks cannot
- * help: relations without WAL have no page LSNs, and a private copy's marks
- * are seen by its own backend only.  (Temporary relations are the caller's:
- * their local buffers belong to this backend alone; flush them at the end.)
+ * its block mark to the page's LSN.  Nothing is written out: where marks
+ * cannot help (no WAL, a private copy, a standby, local buffers) scans read
+ * through the buffer manager (scan.c).
  */
 extern void gateann_store_page_changed(GateannStore *s, const GateannMetaPageData *meta,
-									   Relation index, Buffer buf);
+									   Buffer buf);
 
 /* WAL-log a record edit (page.h) and publish its pages as above; still locked. */
 struct GateannRecordEdit;
 extern void gateann_store_edit_finish(GateannStore *s, const GateannMetaPageData *meta,
-									  Relation index, struct GateannRecordEdit *ed);
+									  struct GateannRecordEdit *ed);
 
 /*
  * Rewrite id's neighbor list (its record locked in ed by the caller,

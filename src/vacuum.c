@@ -731,7 +731,7 @@ free_slots(Consolidation *c)
 			if (m->nfree == 0 || id < m->free_cursor)
 				m->free_cursor = id;
 			m->nfree++;
-			gateann_store_edit_finish(c->store, &c->meta, c->index, &ed);
+			gateann_store_edit_finish(c->store, &c->meta, &ed);
 			gateann_store_set_free(c->store, id);
 		}
 		gateann_record_unlock(&ed);

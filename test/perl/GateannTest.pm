@@ -12,7 +12,7 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql crc32c);
+our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql single_row_inserts_sql crc32c);
 
 # A started node where CREATE EXTENSION gateann is done (database postgres).
 #   preload => 1     shared_preload_libraries = 'gateann' (shared stores)
@@ -72,6 +72,17 @@ sub random_vectors_sql
 	return "INSERT INTO $table SELECT i, "
 	  . "(SELECT array_agg(random()::real) FROM generate_series(1, $dims) WHERE i > 0) "
 	  . "FROM generate_series(1, $n) i;";
+}
+
+# $count rows of (id, vector of $dims random() values) into $table, ids
+# $base + 1 .. $base + $count, each in a statement of its own (every insert
+# takes its own slot and neighbors, as single-row writes do)
+sub single_row_inserts_sql
+{
+	my ($table, $base, $count, $dims) = @_;
+	return "DO \$\$ BEGIN FOR i IN 1..$count LOOP "
+	  . "INSERT INTO $table SELECT $base + i, array_agg(random()::real) "
+	  . "FROM generate_series(1, $dims); END LOOP; END \$\$;";
 }
 
 # CRC-32C of a byte string, as PostgreSQL's INIT/COMP/FIN_CRC32C compute it

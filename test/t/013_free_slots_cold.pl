@@ -33,13 +33,7 @@ cmp_ok($free, '>=', 1000, "VACUUM freed slots ($free)");
 
 $node->restart;
 # 500 rows, each inserted in its own statement (each allocation meets cold pages)
-$node->safe_psql('postgres', q{
-DO $$
-BEGIN
-  FOR i IN 1..500 LOOP
-    INSERT INTO items SELECT 100000 + i, array_agg(random()::real) FROM generate_series(1, 32);
-  END LOOP;
-END $$;});
+$node->safe_psql('postgres', single_row_inserts_sql('items', 100000, 500, 32));
 
 my ($nodes_after, $free_after) = split /\|/, $node->safe_psql('postgres',
 	q{SELECT nodes, free_slots FROM gateann_index_info('items_idx')});

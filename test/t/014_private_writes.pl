@@ -44,38 +44,25 @@ my $writes_before = $node->safe_psql('postgres', $backend_writes_sql);
 
 # 300 rows, one statement each: every insert changes the new record's pages
 # and its neighbors'
-$node->safe_psql('postgres', q{
-DO $$
-BEGIN
-  FOR i IN 1..300 LOOP
-    INSERT INTO t SELECT 10000 + i, array_agg(random()::real) FROM generate_series(1, 16);
-  END LOOP;
-END $$;});
+$node->safe_psql('postgres', single_row_inserts_sql('t', 10000, 300, 16));
 my $writes_after = $node->safe_psql('postgres', $backend_writes_sql);
 cmp_ok($writes_after - $writes_before, '<', 30,
 	'inserts force no pages out (' . ($writes_after - $writes_before) . ' backend writes)');
 
-my $missed_sql = q{
-SELECT count(*) FROM t n
- WHERE n.id > 10000
-   AND n.id <> (SELECT id FROM t ORDER BY v <-> n.v LIMIT 1);};
-is($reader->query_safe($missed_sql), '0', 'the older private copy finds every new row');
+# rows with an id above $from that their own vector does not find first
+sub missed_sql
+{
+	my $from = shift;
+	return "SELECT count(*) FROM t n WHERE n.id > $from "
+	  . "AND n.id <> (SELECT id FROM t ORDER BY v <-> n.v LIMIT 1)";
+}
+is($reader->query_safe(missed_sql(10000)), '0', 'the older private copy finds every new row');
 
 # rows into slots VACUUM freed
 $node->safe_psql('postgres', q{DELETE FROM t WHERE id % 7 = 0 AND id < 10000});
 $node->safe_psql('postgres', q{VACUUM t});
-$node->safe_psql('postgres', q{
-DO $$
-BEGIN
-  FOR i IN 1..200 LOOP
-    INSERT INTO t SELECT 20000 + i, array_agg(random()::real) FROM generate_series(1, 16);
-  END LOOP;
-END $$;});
-is($reader->query_safe(q{
-SELECT count(*) FROM t n
- WHERE n.id > 20000
-   AND n.id <> (SELECT id FROM t ORDER BY v <-> n.v LIMIT 1);}),
-	'0', 'and every row in a reused slot');
+$node->safe_psql('postgres', single_row_inserts_sql('t', 20000, 200, 16));
+is($reader->query_safe(missed_sql(20000)), '0', 'and every row in a reused slot');
 is($reader->query_safe(q{SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 14) LIMIT 10) s WHERE id % 7 = 0 AND id < 10000}),
 	'0', 'no deleted row comes back');
 is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('t_idx')}), '0',
