@@ -281,6 +281,8 @@ def summarize(path):
     elif "pgbench" in rj and "lost_rows" in rj:
         out.update(kind="mix", server=_server(rj.get("server")))
         out.update(_summarize_mix(rj))
+    elif rj.get("kind") == "memory":
+        out.update(kind="memory", memory=rj.get("memory"), points=rj.get("points"))
     elif "missed_at_1000" in rj:
         out.update(kind="eviction", commit=rj.get("commit"), seconds=rj.get("seconds"),
                    command=(re.search(r"`([^`]*)`", summary_md) or [None, None])[1])
@@ -984,6 +986,40 @@ def t_eviction(runs):
             + [""] + footnotes(cand))
 
 
+def t_memory(runs):
+    """Memory budgets (bench/memory.py): the record cache against the device,
+    newest run only; a row per budget and workload, a cell per L."""
+    cand = of_kind(runs, "memory")
+    if not cand:
+        return not_measured("`bench/run.sh memory`")
+    r = cand[0]
+    f = r.get("memory") or {}
+    pts = r.get("points") or []
+    Ls = sorted({p["L"] for p in pts})
+    rows = []
+    for budget in dict.fromkeys((p["cache_mb"], p["cache_share"]) for p in pts):
+        for wl in dict.fromkeys(p["workload"] for p in pts):
+            cells = []
+            for L in Ls:
+                p = next((p for p in pts if (p["cache_mb"], p["cache_share"]) == budget
+                          and p["workload"] == wl and p["L"] == L), None)
+                cells.append("–" if p is None else
+                             f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
+                             f"{p.get('reads_warm')} / {fms(p.get('ms_warm'))} / "
+                             f"{fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
+            rows.append([f"{fint(budget[0])} MB ({budget[1]:.0%})", wl] + cells)
+    return ([f"{f.get('shape')}, {rows_label(f.get('n'))}: index {mib(f.get('index_bytes'))} MiB, "
+             f"in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
+             f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
+             "random 8 KiB blocks/s at queue depth 1 (O_DIRECT); the kernel's page cache is "
+             "emptied before each point.", ""]
+            + table(["record cache", "workload"] + [f"L = {L}" for L in Ls], rows)
+            + ["", "Cells: recall@10 / device reads per query, first pass → second pass (the "
+               "same queries again) / ms per query (second pass) / QPS with 1 / 2 clients "
+               "(looping over the same queries).", ""]
+            + footnotes([r]))
+
+
 def t_pgvector(runs):
     """The pgvector preset (QPS beside pgvector HNSW, 100K): newest run only."""
     cand = of_kind(runs, "pgvector")
@@ -1027,6 +1063,7 @@ TABLES = {
     "fuzz": t_fuzz,
     "pgvector": t_pgvector,
     "eviction": t_eviction,
+    "memory": t_memory,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)

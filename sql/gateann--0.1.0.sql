@@ -332,7 +332,8 @@ CREATE FUNCTION gateann_last_scan(
 	OUT tunnel_us bigint, OUT compute_us bigint, OUT io_method text,
 	OUT io_direct boolean, OUT strategy text, OUT recoveries bigint,
 	OUT budget_exhausted boolean, OUT skipped bigint,
-	OUT resident_hits bigint, OUT page_cache_hits bigint)
+	OUT resident_hits bigint, OUT page_cache_hits bigint,
+	OUT cache_hits bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 
@@ -348,6 +349,13 @@ CREATE FUNCTION gateann_index_info(index regclass,
 	OUT build_recall real, OUT build_recall_list integer)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION gateann_record_cache_info(
+	OUT size_bytes bigint, OUT records bigint, OUT record_bytes bigint,
+	OUT lookups bigint, OUT hits bigint, OUT stale bigint, OUT stores bigint,
+	OUT hit_rate double precision)
+	RETURNS record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL SAFE;
 
 CREATE FUNCTION gateann_prewarm(index regclass) RETURNS bigint
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

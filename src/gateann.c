@@ -8,6 +8,7 @@
 #include "gateann.h"
 #include "distance.h"
 #include "io.h"
+#include "record_cache.h"
 #include "shmem.h"
 #include "vector.h"
 
@@ -140,6 +141,7 @@ _PG_init(void)
 	gateann_planner_init();
 	gateann_io_define_gucs();
 	gateann_shmem_define_gucs();
+	gateann_record_cache_define_gucs();
 	if (process_shared_preload_libraries_in_progress)
 		gateann_shmem_preload_init();
 	MarkGUCPrefixReserved("gateann");

@@ -355,6 +355,7 @@ typedef struct GateannScanStats
 								 * had been returned, left out */
 	int64		resident_hits;	/* io_method auto: pages shared buffers held */
 	int64		page_cache_hits;	/* ... and the kernel's page cache */
+	int64		cache_hits;		/* records the shared record cache held */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

@@ -7,6 +7,7 @@
 #include "gateann.h"
 #include "meta.h"
 #include "page.h"
+#include "record_cache.h"
 #include "store.h"
 
 #include "access/htup_details.h"
@@ -26,6 +27,7 @@
 PG_FUNCTION_INFO_V1(gateann_last_scan);
 PG_FUNCTION_INFO_V1(gateann_index_info);
 PG_FUNCTION_INFO_V1(gateann_prewarm);
+PG_FUNCTION_INFO_V1(gateann_record_cache_info);
 
 GateannScanStats gateann_last_scan_stats = {.io_method = "none", .strategy = "none"};
 
@@ -33,8 +35,8 @@ Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[20];
-	bool		nulls[20] = {0};
+	Datum		values[21];
+	bool		nulls[21] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -60,7 +62,39 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[17] = Int64GetDatum(s->skipped);
 	values[18] = Int64GetDatum(s->resident_hits);
 	values[19] = Int64GetDatum(s->page_cache_hits);
+	values[20] = Int64GetDatum(s->cache_hits);
 
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
+}
+
+/*
+ * The shared record cache (record_cache.h): its size, the records it holds
+ * and their bytes; since the server started, lookups, hits, copies found
+ * stale (the record had changed) and copies stored; the hit rate (NULL
+ * before the first lookup).  All zero without the cache.
+ */
+Datum
+gateann_record_cache_info(PG_FUNCTION_ARGS)
+{
+	TupleDesc	tupdesc;
+	Datum		values[8];
+	bool		nulls[8] = {0};
+	GateannRecordCacheStats st;
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	gateann_record_cache_stats(&st);
+	values[0] = Int64GetDatum(st.size_bytes);
+	values[1] = Int64GetDatum(st.records);
+	values[2] = Int64GetDatum(st.record_bytes);
+	values[3] = Int64GetDatum(st.lookups);
+	values[4] = Int64GetDatum(st.hits);
+	values[5] = Int64GetDatum(st.stale);
+	values[6] = Int64GetDatum(st.stores);
+	if (st.lookups > 0)
+		values[7] = Float8GetDatum((double) st.hits / st.lookups);
+	else
+		nulls[7] = true;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 

@@ -66,6 +66,7 @@
 #include "meta.h"
 #include "page.h"
 #include "prefilter.h"
+#include "record_cache.h"
 #include "search.h"
 #include "store.h"
 #include "tail.h"
@@ -208,6 +209,8 @@ typedef struct GateannScanOpaqueData
 	bool		read_resident;	/* copy records shared buffers hold (auto) */
 	Relation	io_index;		/* the index, for read_resident */
 	int64		resident_pages; /* pages read_resident copied */
+	bool		use_cache;		/* records from the shared record cache */
+	GateannRecordCacheKey cache_key;
 	int			width;
 	uint64		next_seq;		/* dispatch sequence number of the next read */
 	uint64		head_seq;		/* next one to apply */
@@ -225,6 +228,7 @@ typedef struct PendingRead
 	float		pq_dist;		/* its PQ distance in the list */
 	bool		landed;
 	bool		valid;			/* record holds the record read from the file */
+	XLogRecPtr	lsn;			/* ... from pages of at least this LSN */
 	char	   *record;			/* record_size bytes */
 } PendingRead;
 
@@ -477,7 +481,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
  */
 static bool
 record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data,
-				  bool current, char *dst)
+				  bool current, char *dst, XLogRecPtr *lsn)
 {
 	const GateannMetaPageData *meta = &so->meta;
 	GateannRecordLoc loc = gateann_record_location(meta, id);
@@ -488,6 +492,7 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 
 	if (blkno != loc.block || (!current && !gateann_io_pages_valid(data, blkno, npages)))
 		return false;
+	*lsn = InvalidXLogRecPtr;
 	for (i = 0; i < npages; i++)
 	{
 		Page		page = (Page) (data + (Size) i * BLCKSZ);
@@ -495,6 +500,8 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 
 		if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
 			return false;
+		if (i == 0 || PageGetLSN(page) < *lsn)
+			*lsn = PageGetLSN(page);
 
 		/*
 		 * Older than the version a writer left in shared buffers (the file
@@ -685,6 +692,47 @@ read_resident(GateannScanOpaque so, uint32 id, char *dst)
 	return GateannRecordHeader(dst)->node_id == id && gateann_record_usable(&so->meta, dst);
 }
 
+/* The node a read_cached lookup is for */
+typedef struct CachedLookup
+{
+	GateannScanOpaque so;
+	uint32		id;
+} CachedLookup;
+
+/*
+ * A copy from the record cache is used as a read of the file would be: if
+ * its pages were as current as the file must be (their block marks), and it
+ * is node id's record, intact.
+ */
+static bool
+cached_copy_current(void *arg, const char *record, XLogRecPtr lsn)
+{
+	CachedLookup *l = (CachedLookup *) arg;
+	GateannScanOpaque so = l->so;
+	GateannRecordLoc loc = gateann_record_location(&so->meta, l->id);
+	int			b;
+
+	for (b = 0; b < so->meta.pages_per_record; b++)
+		if (lsn < gateann_store_block_mark(so->store, loc.block + b - so->meta.node_start))
+			return false;
+	return GateannRecordHeader(record)->node_id == l->id &&
+		gateann_record_usable(&so->meta, record);
+}
+
+/* Copy node id's record into dst from the shared record cache; false: read it. */
+static bool
+read_cached(GateannScanOpaque so, uint32 id, char *dst)
+{
+	CachedLookup l = {so, id};
+
+	if (!so->use_cache ||
+		!gateann_record_cache_get(&so->cache_key, id, so->meta.record_size, dst,
+								  cached_copy_current, &l))
+		return false;
+	so->stats.cache_hits++;
+	return true;
+}
+
 /* Issue reads for the best undispatched candidates while W allows. */
 static void
 dispatch(GateannScanOpaque so)
@@ -782,7 +830,7 @@ dispatch(GateannScanOpaque so)
 		}
 		tunnel_timer_stop(so, &timing, &tunnel_start);
 		p = &so->pending[so->next_seq % so->width];
-		if (read_resident(so, id, p->record))
+		if (read_cached(so, id, p->record) || read_resident(so, id, p->record))
 		{
 			/* the synchronous path: landed already, applied in its turn */
 			p->landed = true;
@@ -895,7 +943,11 @@ search_round(IndexScanDesc scan)
 		p = &so->pending[tag % so->width];
 		p->landed = true;
 		p->valid = data != NULL &&
-			record_from_pages(so, p->id, blkno, data, current, p->record);
+			record_from_pages(so, p->id, blkno, data, current, p->record, &p->lsn);
+		/* a copy of what came from the files (not shared buffers) for later scans */
+		if (p->valid && !current && so->use_cache)
+			gateann_record_cache_put(&so->cache_key, p->id, p->record,
+									 so->meta.record_size, p->lsn);
 	}
 	so->unreached = unreached_bound(so);
 }
@@ -1415,6 +1467,17 @@ search_open(GateannScanOpaque so, Relation index)
 	 */
 	so->width = gateann_io_synchronous(so->io) ? 1 : gateann_io_width_of(so->io);
 	so->read_resident = gateann_io_tiered(so->io);
+	/*
+	 * The record cache holds copies of file reads, checked against the
+	 * marks: only where those apply (above), and only for auto, the method
+	 * that takes what memory holds (the others read the files); not for
+	 * an index that warms up into shared buffers (they hold its records).
+	 */
+	so->use_cache = gateann_record_cache_usable() && so->read_resident &&
+		!gateann_io_synchronous(so->io);
+	so->cache_key.build_id = so->meta.build_id;
+	so->cache_key.dboid = GATEANN_REL_DATABASE(index);
+	so->cache_key.relfilenumber = GATEANN_REL_FILENUMBER(index);
 	so->io_index = index;
 	so->resident_pages = 0;
 	so->pending = palloc0(sizeof(PendingRead) * so->width);

@@ -1,5 +1,7 @@
 /*
- * shmem.c — the shared registry of in-memory stores.
+ * shmem.c — the shared registry of in-memory stores (and the hooks that
+ * lay out gateann's part of the main shared memory segment: the registry
+ * and the record cache, record_cache.c).
  *
  * The registry is a fixed array in the main shared memory segment (so it
  * needs shared_preload_libraries), protected by one LWLock.  Each entry
@@ -31,6 +33,8 @@
 #include "postgres.h"
 
 #include "shmem.h"
+
+#include "record_cache.h"
 
 #include "access/xact.h"
 #include "catalog/objectaccess.h"
@@ -147,6 +151,7 @@ registry_shmem_request(void)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(MAXALIGN(sizeof(Registry)));
 	RequestNamedLWLockTranche("gateann", 1);
+	gateann_record_cache_shmem_request();
 }
 
 static void
@@ -165,6 +170,7 @@ registry_shmem_startup(void)
 		registry->lock = &(GetNamedLWLockTranche("gateann"))->lock;
 		ConditionVariableInit(&registry->cv);
 	}
+	gateann_record_cache_shmem_startup();
 	LWLockRelease(AddinShmemInitLock);
 }
 
