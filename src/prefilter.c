@@ -99,14 +99,14 @@ gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 		 * codes a few candidates ahead so that the cache misses overlap.
 		 */
 		for (i = 0; i < Min(n, PREFILTER_PREFETCH); i++)
-			gateann_prefetch(gateann_store_code(store, ids[i]));
+			gateann_store_prefetch_code(store, ids[i]);
 		for (i = 0; i < n; i++)
 		{
 			uint32		id = ids[i];
 			GateannPrefilterCand *c;
 
 			if (i + PREFILTER_PREFETCH < n)
-				gateann_prefetch(gateann_store_code(store, ids[i + PREFILTER_PREFETCH]));
+				gateann_store_prefetch_code(store, ids[i + PREFILTER_PREFETCH]);
 			if (!store_live(store, id))
 				continue;
 			c = &pf->cands[pf->ncands++];

@@ -451,7 +451,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 		/* (a node being inserted right now is not in the store yet) */
 		if (!gateann_store_has(so->store, nb) || gateann_visit(so->visited, nb))
 			continue;
-		gateann_prefetch(gateann_store_code(so->store, nb));
+		gateann_store_prefetch_code(so->store, nb);
 		nbrs[keep++] = nb;
 	}
 	for (i = 0; i < keep; i++)

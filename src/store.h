@@ -202,6 +202,31 @@ gateann_store_is_deleted(const GateannStore *s, uint32 id)
 #define gateann_prefetch(addr)	((void) (addr))
 #endif
 
+/*
+ * The same for every cache line of len bytes at addr: a PQ code of 96
+ * subspaces (101 bytes) or a row of 32 neighbors (132 bytes) spans two or
+ * three lines, and a hint for the first alone leaves the reads of the rest
+ * (the code's last bytes are read first) to miss one by one.
+ */
+#define GATEANN_CACHE_LINE	64
+
+static inline void
+gateann_prefetch_range(const void *addr, size_t len)
+{
+	const char *p = (const char *) ((uintptr_t) addr & ~(uintptr_t) (GATEANN_CACHE_LINE - 1));
+	const char *end = (const char *) addr + len;
+
+	for (; p < end; p += GATEANN_CACHE_LINE)
+		gateann_prefetch(p);
+}
+
+/* Hint that id's PQ code will be read soon. */
+static inline void
+gateann_store_prefetch_code(const GateannStore *s, uint32 id)
+{
+	gateann_prefetch_range(gateann_store_code(s, id), s->code_bytes);
+}
+
 /* id's row of the neighbor store: [count, id0, id1, ...] */
 static inline uint32 *
 gateann_store_row(const GateannStore *s, uint32 id)
@@ -214,7 +239,8 @@ static inline void
 gateann_store_prefetch_row(const GateannStore *s, uint32 id)
 {
 	if (id < s->capacity)
-		gateann_prefetch(gateann_store_row(s, id));
+		gateann_prefetch_range(gateann_store_row(s, id),
+							   sizeof(uint32) * (1 + s->tunnel_neighbors));
 }
 
 /*
