@@ -178,14 +178,26 @@ seed_pool(const GateannGraph *g, GateannGraphScratch *s, const float *q, uint32 
 #define GRAPH_BUILD_SEEDS	4
 
 /*
+ * Distances computed while the vectors this many ahead are fetched, whole
+ * (up to this many bytes).  On 100K x 384 a build took 75.4 s without,
+ * 61.1 s fetching 2 ahead, 54.8 s 4 ahead, 54.0 s 8 ahead; fetching only
+ * the first 256 bytes 4 ahead, 71.1 s.
+ */
+#define GRAPH_PREFETCH_AHEAD	4
+#define GRAPH_PREFETCH_BYTES	4096
+
+/*
  * Of list[0..deg), write the nodes the search has not met yet to ids, with
  * their exact distances to its query, and mark them met; returns how many.
+ * The vectors are far apart in memory, so each is fetched a few distances
+ * ahead of its own: the first miss of each would otherwise stall the loop.
  */
 static int
 unmet_neighbors(GateannGraphScratch *s, const uint32 *list, int deg, uint32_t *ids,
 				float *dists)
 {
 	const GateannGraph *g = s->graph;
+	Size		bytes = Min(sizeof(float) * g->dims, GRAPH_PREFETCH_BYTES);
 	int			n = 0,
 				i;
 
@@ -196,8 +208,16 @@ unmet_neighbors(GateannGraphScratch *s, const uint32 *list, int deg, uint32_t *i
 		if (s->stamp[nb] == s->epoch)
 			continue;
 		s->stamp[nb] = s->epoch;
-		ids[n] = nb;
-		dists[n++] = gateann_l2sq(s->query, g->vectors + (Size) nb * g->dims, g->dims);
+		if (n < GRAPH_PREFETCH_AHEAD)
+			gateann_prefetch_range(g->vectors + (Size) nb * g->dims, bytes);
+		ids[n++] = nb;
+	}
+	for (i = 0; i < n; i++)
+	{
+		if (i + GRAPH_PREFETCH_AHEAD < n)
+			gateann_prefetch_range(g->vectors + (Size) ids[i + GRAPH_PREFETCH_AHEAD] * g->dims,
+								   bytes);
+		dists[i] = gateann_l2sq(s->query, g->vectors + (Size) ids[i] * g->dims, g->dims);
 	}
 	return n;
 }

@@ -191,35 +191,6 @@ gateann_store_is_deleted(const GateannStore *s, uint32 id)
 	return (pg_atomic_read_u32(&s->deleted[id >> 5]) & (1U << (id & 31))) != 0;
 }
 
-/*
- * A read hint for memory a search is about to touch at random (PQ codes,
- * neighbor-store rows: arrays far larger than the CPU caches), so that the
- * cache misses overlap.
- */
-#if defined(__GNUC__) || defined(__clang__)
-#define gateann_prefetch(addr)	__builtin_prefetch((addr), 0, 1)
-#else
-#define gateann_prefetch(addr)	((void) (addr))
-#endif
-
-/*
- * The same for every cache line of len bytes at addr: a PQ code of 96
- * subspaces (101 bytes) or a row of 32 neighbors (132 bytes) spans two or
- * three lines, and a hint for the first alone leaves the reads of the rest
- * (the code's last bytes are read first) to miss one by one.
- */
-#define GATEANN_CACHE_LINE	64
-
-static inline void
-gateann_prefetch_range(const void *addr, size_t len)
-{
-	const char *p = (const char *) ((uintptr_t) addr & ~(uintptr_t) (GATEANN_CACHE_LINE - 1));
-	const char *end = (const char *) addr + len;
-
-	for (; p < end; p += GATEANN_CACHE_LINE)
-		gateann_prefetch(p);
-}
-
 /* Hint that id's PQ code will be read soon. */
 static inline void
 gateann_store_prefetch_code(const GateannStore *s, uint32 id)
