@@ -114,18 +114,26 @@ shmem_bytes(void)
 void
 gateann_record_cache_define_gucs(void)
 {
-	DefineCustomIntVariable("gateann.record_cache_size",
-							"Shared memory for copies of index records that scans read from the files.",
-							"-1 uses an eighth of shared_buffers; 0 turns the cache off.  Needs shared_preload_libraries.",
-							&record_cache_size_mb,
-							-1, -1, INT_MAX / 2,
-							PGC_POSTMASTER, GUC_UNIT_MB, NULL, NULL, NULL);
 	DefineCustomBoolVariable("gateann.record_cache",
 							 "Whether gateann scans use the shared record cache.",
 							 "Off: every record not in shared buffers is read from the files.",
 							 &record_cache_on,
 							 true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
+
+	/*
+	 * The cache is laid out at server start: its size exists only for a
+	 * library loaded by shared_preload_libraries (a postmaster setting
+	 * cannot be defined later, and would mean nothing there).
+	 */
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	DefineCustomIntVariable("gateann.record_cache_size",
+							"Shared memory for copies of index records that scans read from the files.",
+							"-1 uses an eighth of shared_buffers; 0 turns the cache off.  Needs shared_preload_libraries.",
+							&record_cache_size_mb,
+							-1, -1, INT_MAX / 2,
+							PGC_POSTMASTER, GUC_UNIT_MB, NULL, NULL, NULL);
 }
 
 void
