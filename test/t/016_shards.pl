@@ -1,0 +1,128 @@
+# Copyright: gateann authors.
+#
+# Scale-out through postgres_fdw: a coordinator whose table is partitioned
+# over three shard servers (foreign tables), each shard with a gateann index.
+#  - The natural query on the parent returns the top k of the union of the
+#    shards (within single-node recall); the filter and ORDER BY reach every
+#    shard (Remote SQL), so each uses its gateann index.
+#  - Not yet: LIMIT does not reach the shards (each sends its rows in
+#    distance order until the coordinator's Merge Append has k), and rows
+#    come back with their vectors (README, "Several servers").
+#  - Inserts through the parent reach the shards' indexes.
+#  - A shard that is down fails the query with an error naming it (no
+#    partial answer), and the query works again once it is back.
+
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+use GateannTest;
+
+my $coord = PostgreSQL::Test::Cluster->new('coordinator');
+$coord->init;
+$coord->start;
+if (!$coord->safe_psql('postgres',
+	q{SELECT count(*) FROM pg_available_extensions WHERE name = 'postgres_fdw'}))
+{
+	plan skip_all => 'postgres_fdw is not installed for this server';
+}
+
+my $dims = 16;
+my @shards = map { gateann_node("shard$_", preload => 1) } 1 .. 3;
+
+# each shard: its part of the rows (id % 3 = shard - 1) and a gateann index
+for my $i (0 .. 2)
+{
+	$shards[$i]->safe_psql('postgres', qq{
+SELECT setseed(0.$i + 0.1);
+CREATE TABLE items (id int, label int, v real[]);
+INSERT INTO items SELECT i, i % 10,
+  (SELECT array_agg(random()::real) FROM generate_series(1, $dims) WHERE i > 0)
+  FROM generate_series(1, 9000) i WHERE i % 3 = $i;
+CREATE INDEX items_idx ON items USING gateann (v, label);
+ANALYZE items;});
+}
+
+$coord->safe_psql('postgres', q{
+CREATE EXTENSION postgres_fdw;
+CREATE EXTENSION gateann;
+CREATE TABLE items (id int, label int, v real[]) PARTITION BY LIST ((id % 3));});
+for my $i (0 .. 2)
+{
+	my $port = $shards[$i]->port;
+	my $host = $shards[$i]->host;
+	my $n = $i + 1;
+	$coord->safe_psql('postgres', qq{
+CREATE SERVER shard$n FOREIGN DATA WRAPPER postgres_fdw
+  OPTIONS (host '$host', port '$port', dbname 'postgres', extensions 'gateann',
+           async_capable 'true', fetch_size '100');
+CREATE USER MAPPING FOR CURRENT_USER SERVER shard$n;
+CREATE FOREIGN TABLE items_$n PARTITION OF items FOR VALUES IN ($i)
+  SERVER shard$n OPTIONS (table_name 'items');});
+}
+
+my $q = $coord->safe_psql('postgres',
+	"SELECT '{' || string_agg((0.5 + 0.1 * sin(j))::real::text, ',') || '}' FROM generate_series(1, $dims) j");
+
+# the exact top 10 (label = 3) of the union: each shard's exact top 10, merged
+my %exact_d;
+for my $s (@shards)
+{
+	for my $row (split /\n/, $s->safe_psql('postgres', qq{
+SET enable_indexscan = off; SET enable_bitmapscan = off;
+SELECT id, v <-> '$q'::real[] FROM items WHERE label = 3 ORDER BY 2 LIMIT 10;}))
+	{
+		my ($id, $d) = split /\|/, $row;
+		$exact_d{$id} = $d;
+	}
+}
+my @exact = (sort { $exact_d{$a} <=> $exact_d{$b} } keys %exact_d)[0 .. 9];
+
+sub overlap
+{
+	my ($got) = @_;
+	my %want = map { $_ => 1 } @exact;
+	return scalar grep { $want{$_} } split /\n/, $got;
+}
+
+# --- the natural query on the parent ------------------------------------------------------------
+my $natural = "SELECT id FROM items WHERE label = 3 ORDER BY v <-> '$q'::real[] LIMIT 10";
+my $got = $coord->safe_psql('postgres', $natural);
+cmp_ok(overlap($got), '>=', 9, 'the parent returns the top 10 of the union of the shards');
+my $plan = $coord->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) $natural");
+# (postgres_fdw prints an extension's operator as OPERATOR(schema.op))
+my $op = qr/(?:<->|OPERATOR\(public\.<->\))/;
+like($plan, qr/Remote SQL: .*WHERE \(\(label = 3\)\) ORDER BY \(v $op /,
+	'the filter and the ordering reach the shards');
+unlike($plan, qr/Remote SQL: .*LIMIT/, 'LIMIT does not reach them through a Merge Append');
+
+# --- writes through the parent ------------------------------------------------------------------
+my $before = $got;
+$coord->safe_psql('postgres', qq{
+INSERT INTO items SELECT 100000 + i, 3, '$q'::real[] FROM generate_series(0, 5) i;});
+$got = $coord->safe_psql('postgres', $natural);
+is(join(',', sort { $a <=> $b } (split /\n/, $got)[0 .. 5]), '100000,100001,100002,100003,100004,100005',
+	'rows inserted through the parent are found first, from every shard');
+is($shards[1]->safe_psql('postgres', qq{
+SET enable_seqscan = off;
+SELECT count(*) FROM (SELECT id FROM items WHERE label = 3 ORDER BY v <-> '$q'::real[] LIMIT 2) t
+WHERE id >= 100000}), '2', "a shard's own index holds the rows routed to it");
+$coord->safe_psql('postgres', q{DELETE FROM items WHERE id >= 100000});
+is(overlap($coord->safe_psql('postgres', $natural)), overlap($before),
+	'deletes through the parent take them out again');
+
+# --- a shard down -------------------------------------------------------------------------------
+$shards[1]->stop;
+my ($rc, $out, $err) = $coord->psql('postgres', $natural);
+isnt($rc, 0, 'a query over a stopped shard fails');
+like($err, qr/shard2/, 'and the error names the shard');
+$shards[1]->start;
+cmp_ok(overlap($coord->safe_psql('postgres', $natural)), '>=', 9,
+	'the query works again once the shard is back');
+
+$_->stop for @shards;
+$coord->stop;
+done_testing();
