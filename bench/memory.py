@@ -3,6 +3,7 @@
 
   bench/run.sh memory [--shape sentences_384] [--n 100000] [--L 50,100,200]
                       [--cache-shares 0,0.1,0.25,0.5] [--seconds 10]
+                      [--workloads none,u10,u1] [--filter-modes gate,post]
 
 One table of a shape of the data-shape matrix (bench/shapes.py: the same rows,
 queries and ground truth) with a gateann index on (embedding, u10, u1).  The
@@ -101,10 +102,11 @@ def one_pass(conn, sqls: list[str]) -> tuple[list[list[int]], float, dict]:
     return found, spent * 1000 / n, {k: round(v / n, 1) for k, v in sums.items()}
 
 
-def _client(sqls: list[str], L: int, seconds: float, out) -> None:
+def _client(sqls: list[str], L: int, mode: str, seconds: float, out) -> None:
     conn = connect()
     conn.execute("SET enable_seqscan = off")
     conn.execute(f"SET gateann.search_list_size = {L}")
+    conn.execute(f"SET gateann.filter_mode = {mode}")
     n, t0, i = 0, time.monotonic(), 0
     while time.monotonic() - t0 < seconds:
         conn.execute(sqls[i % len(sqls)]).fetchall()
@@ -112,10 +114,10 @@ def _client(sqls: list[str], L: int, seconds: float, out) -> None:
     out.put(n / (time.monotonic() - t0))
 
 
-def qps(sqls: list[str], L: int, clients: int, seconds: float) -> float:
+def qps(sqls: list[str], L: int, mode: str, clients: int, seconds: float) -> float:
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_client, args=(sqls[c::clients] or sqls, L, seconds, out))
+    procs = [ctx.Process(target=_client, args=(sqls[c::clients] or sqls, L, mode, seconds, out))
              for c in range(clients)]
     for p in procs:
         p.start()
@@ -139,6 +141,9 @@ def main() -> None:
     ap.add_argument("--shared-buffers", default="64MB")
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--clients", default="1,2")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--filter-modes", default="gate",
+                    help="gateann.filter_mode values for the filtered workloads (gate,post)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -195,27 +200,31 @@ def main() -> None:
         pg_ctl("restart", "-m", "fast")
         conn = connect()
         conn.execute(f"SELECT gateann_prewarm('{table}_idx')")
-        for wl in WORKLOADS:
-            for L in Ls:
-                conn.execute("SET enable_seqscan = off")
-                conn.execute(f"SET gateann.search_list_size = {L}")
-                drop_page_cache()
-                passes = {}
-                for name in ("cold", "warm"):
-                    found, ms, c = one_pass(conn, sqls[wl])
-                    rec = shapes.recall_of(found, x, q, gts[wl], masks[wl])
-                    ok = ~np.isnan(rec)
-                    passes[name] = {"recall": round(float(rec[ok].mean()), 4), "ms": round(ms, 2),
-                                    **c}
-                pt = {"cache_share": share, "cache_mb": cache_mb, "workload": wl, "L": L,
-                      **{f"{k}_{p}": v for p, d in passes.items() for k, v in d.items()}}
-                for cl in clients:
-                    pt[f"qps_{cl}"] = qps(sqls[wl], L, cl, a.seconds)
-                points.append(pt)
-                log(f"cache {cache_mb:5} MB {wl:4} L={L:3}: recall {pt['recall_warm']:.3f} "
-                    f"reads {pt['reads_cold']:.1f}/{pt['reads_warm']:.1f} "
-                    f"hits {pt['cache_hits_warm']:.1f} {pt['ms_warm']:.2f} ms "
-                    + " ".join(f"qps{cl} {pt[f'qps_{cl}']}" for cl in clients))
+        points_wanted = [(wl, mode, L) for wl in a.workloads.split(",")
+                         for mode in (["gate"] if wl == "none" else a.filter_modes.split(","))
+                         for L in Ls]
+        for wl, mode, L in points_wanted:
+            conn.execute("SET enable_seqscan = off")
+            conn.execute(f"SET gateann.search_list_size = {L}")
+            conn.execute(f"SET gateann.filter_mode = {mode}")
+            drop_page_cache()
+            passes = {}
+            for name in ("cold", "warm"):
+                found, ms, c = one_pass(conn, sqls[wl])
+                rec = shapes.recall_of(found, x, q, gts[wl], masks[wl])
+                ok = ~np.isnan(rec)
+                passes[name] = {"recall": round(float(rec[ok].mean()), 4), "ms": round(ms, 2),
+                                **c}
+            pt = {"cache_share": share, "cache_mb": cache_mb, "workload": wl, "mode": mode,
+                  "L": L,
+                  **{f"{k}_{p}": v for p, d in passes.items() for k, v in d.items()}}
+            for cl in clients:
+                pt[f"qps_{cl}"] = qps(sqls[wl], L, mode, cl, a.seconds)
+            points.append(pt)
+            log(f"cache {cache_mb:5} MB {wl:4} {mode:4} L={L:3}: recall {pt['recall_warm']:.3f} "
+                f"reads {pt['reads_cold']:.1f}/{pt['reads_warm']:.1f} "
+                f"hits {pt['cache_hits_warm']:.1f} {pt['ms_warm']:.2f} ms "
+                + " ".join(f"qps{cl} {pt[f'qps_{cl}']}" for cl in clients))
         conn.close()
     conn = connect()
     conn.execute("ALTER SYSTEM RESET shared_buffers")
@@ -245,12 +254,13 @@ def summary_md(r: dict) -> str:
              f"(O_DIRECT); page cache dropped before each point: {f['page_cache_dropped']}.", "",
              "The second pass repeats the first's queries, and the QPS clients loop over them: "
              "a cache that holds their records serves every read.", "",
-             "| record cache | workload | L | recall@10 | device reads/q cold → warm "
+             "| record cache | workload | filter mode | L | recall@10 | device reads/q cold → warm "
              "| cache hits/q | ms/q warm | QPS 1 | QPS 2 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for p in r["points"]:
         share = f"{p['cache_mb']} MB ({p['cache_share']:.0%})"
-        lines.append(f"| {share} | {p['workload']} | {p['L']} | {p['recall_warm']:.3f} | "
+        lines.append(f"| {share} | {p['workload']} | {p.get('mode', 'gate')} | {p['L']} | "
+                     f"{p['recall_warm']:.3f} | "
                      f"{p['reads_cold']:.1f} → {p['reads_warm']:.1f} | {p['cache_hits_warm']:.1f} | "
                      f"{p['ms_warm']:.2f} | {p.get('qps_1', '')} | {p.get('qps_2', '')} |")
     return "\n".join(lines) + "\n"

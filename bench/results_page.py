@@ -998,16 +998,19 @@ def t_memory(runs):
     Ls = sorted({p["L"] for p in pts})
     rows = []
     for budget in dict.fromkeys((p["cache_mb"], p["cache_share"]) for p in pts):
-        for wl in dict.fromkeys(p["workload"] for p in pts):
+        for wl, mode in dict.fromkeys((p["workload"], p.get("mode", "gate")) for p in pts):
             cells = []
             for L in Ls:
                 p = next((p for p in pts if (p["cache_mb"], p["cache_share"]) == budget
-                          and p["workload"] == wl and p["L"] == L), None)
+                          and p["workload"] == wl and p.get("mode", "gate") == mode
+                          and p["L"] == L), None)
                 cells.append("–" if p is None else
                              f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
                              f"{p.get('reads_warm')} / {fms(p.get('ms_warm'))} / "
                              f"{fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
-            rows.append([f"{fint(budget[0])} MB ({budget[1]:.0%})", wl] + cells)
+            if any(c != "–" for c in cells):
+                rows.append([f"{fint(budget[0])} MB ({budget[1]:.0%})",
+                             wl if mode == "gate" else f"{wl}, {mode}"] + cells)
     return ([f"{f.get('shape')}, {rows_label(f.get('n'))}: index {mib(f.get('index_bytes'))} MiB, "
              f"in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
              f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
