@@ -989,10 +989,24 @@ def t_eviction(runs):
 def t_memory(runs):
     """Memory budgets (bench/memory.py): the record cache against the device,
     newest run only; a row per budget and workload, a cell per L."""
-    cand = of_kind(runs, "memory")
+    cand = [r for r in of_kind(runs, "memory")
+            if len({p["cache_mb"] for p in r.get("points") or []}) > 1]
     if not cand:
         return not_measured("`bench/run.sh memory`")
-    r = cand[0]
+    return memory_table(cand[0])
+
+
+def t_memory_modes(runs):
+    """Gate against post on the device (bench/memory.py --filter-modes gate,post),
+    newest run only."""
+    cand = [r for r in of_kind(runs, "memory")
+            if any(p.get("mode") == "post" for p in r.get("points") or [])]
+    if not cand:
+        return not_measured("`bench/run.sh memory --filter-modes gate,post`")
+    return memory_table(cand[0])
+
+
+def memory_table(r):
     f = r.get("memory") or {}
     pts = r.get("points") or []
     Ls = sorted({p["L"] for p in pts})
@@ -1067,6 +1081,7 @@ TABLES = {
     "pgvector": t_pgvector,
     "eviction": t_eviction,
     "memory": t_memory,
+    "memory_modes": t_memory_modes,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)
