@@ -1069,7 +1069,6 @@ TABLES = {
     "filter_1m": t_filter,
     "shapes_1m": t_shapes_1m,
     "build_1m": t_build_1m,
-    "matrix_20k": lambda runs: t_matrix(runs, 20000),
     "matrix_100k": lambda runs: t_matrix(runs, 100000),
     "matrix_100k_builds": lambda runs: t_matrix_builds(runs, 100000),
     "speed_100k": lambda runs: t_speed(runs, 100000),

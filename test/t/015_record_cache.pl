@@ -128,5 +128,51 @@ SET enable_seqscan = off;
 SELECT count(*) FROM (SELECT id FROM items ORDER BY v <-> (SELECT v FROM queries ORDER BY q LIMIT 1) LIMIT 50) t
 WHERE id % 4 = 0 AND id <= 20000}), '0', 'no deleted row comes back');
 
+# --- writers beside readers ---------------------------------------------------------------------
+# Clients delete, insert (into freed slots after VACUUM) and VACUUM while
+# others search through the cache; a search that used a stale copy (an old
+# vector, or an old heap TID now pointing at another row) would return rows
+# out of the order of their table vectors, and the check divides by zero.
+$node->restart;
+run_queries('on');		# records from the files into the cache
+my $stats_before = $node->safe_psql('postgres',
+	q{SELECT hits || ',' || stale FROM gateann_record_cache_info()});
+$node->pgbench(
+	'--no-vacuum --client=3 --jobs=1 --time=20',
+	0,
+	[qr{processed: [1-9]}],
+	[qr{^$}],
+	'searches beside deletes, inserts and VACUUM keep rows in table-vector order',
+	{
+		'015_search@6' => q{
+\set q random(0, 99)
+SET enable_seqscan = off;
+SELECT 1 / (1 - least(count(*) FILTER (WHERE d < prev - 1e-4 * (1 + prev)), 1))::int
+  FROM (SELECT d, lag(d) OVER (ORDER BY ord) AS prev
+          FROM (SELECT row_number() OVER () AS ord,
+                       t.v <-> (SELECT v FROM queries ORDER BY q OFFSET :q LIMIT 1) AS d
+                  FROM (SELECT v FROM items
+                         ORDER BY v <-> (SELECT v FROM queries ORDER BY q OFFSET :q LIMIT 1)
+                         LIMIT 10) t) o) c;
+},
+		'015_write@3' => q{
+\set k random(1, 19000)
+DELETE FROM items WHERE id BETWEEN :k AND :k + 5;
+INSERT INTO items SELECT 300000 + :k * 10 + i,
+  (SELECT array_agg(random()::real) FROM generate_series(1, 32) WHERE i >= 0)
+  FROM generate_series(0, 5) i;
+},
+		'015_vacuum@1' => q{
+VACUUM items;
+}
+	});
+my ($hits_after, $stale_after) = split /,/, $node->safe_psql('postgres',
+	q{SELECT hits || ',' || stale FROM gateann_record_cache_info()});
+my ($hits_before, $stale_before2) = split /,/, $stats_before;
+cmp_ok($hits_after, '>', $hits_before, 'the searches took records from the cache');
+cmp_ok($stale_after, '>', $stale_before2, 'and refused copies the writers had changed');
+is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('items_idx')}), '0',
+	'gateann_verify finds nothing wrong afterwards');
+
 $node->stop;
 done_testing();
