@@ -1630,17 +1630,22 @@ report_budget_spent(IndexScanDesc scan)
 	 */
 	if (so->filtering && so->matched * 10 < so->expanded)
 		ereport(NOTICE,
-				(errmsg("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after returning %lld rows",
-						RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
-						(long long) so->stats.returned),
+				(errmsg_plural("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld row to the executor",
+							   "gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld rows to the executor",
+							   (unsigned long) so->stats.returned,
+							   RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
+							   (long long) so->stats.returned),
 				 errdetail("Of the %lld nodes it visited, %lld matched the index conditions.",
 						   (long long) so->expanded, (long long) so->matched),
 				 errhint("Few rows near the query match the index conditions: raise gateann.max_scan_tuples to search further.")));
 	else
 		ereport(NOTICE,
-				(errmsg("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after returning %lld rows",
-						RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
-						(long long) so->stats.returned),
+				(errmsg_plural("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld row to the executor",
+							   "gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld rows to the executor",
+							   (unsigned long) so->stats.returned,
+							   RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
+							   (long long) so->stats.returned),
+				 errdetail("Conditions the index does not check (a Filter in EXPLAIN) may have removed some of them before the query saw them."),
 				 errhint("The query wanted more rows than the index returned: a LIMIT beyond them, or a condition the index does not check (a Filter in EXPLAIN) that removed rows.  Raise gateann.max_scan_tuples, or index the columns of such a condition.")));
 }
 
