@@ -472,6 +472,13 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 		frontier_merge(so, batch, nbatch);
 }
 
+/* Is rec node id's record, usable (scan.c's one test of a copy, whatever its source)? */
+static inline bool
+record_is_node(const GateannScanOpaque so, uint32 id, const char *rec)
+{
+	return GateannRecordHeader(rec)->node_id == id && gateann_record_usable(&so->meta, rec);
+}
+
 /*
  * Copy node id's record out of pages read from the file, checking that they
  * are valid node pages holding that node and, unless it is deleted, that the
@@ -516,7 +523,7 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 		offset = 0;
 	}
 	dst -= meta->record_size;
-	return GateannRecordHeader(dst)->node_id == id && gateann_record_usable(meta, dst);
+	return record_is_node(so, id, dst);
 }
 
 /* Apply a landed record: result set, then its neighbors into the frontier. */
@@ -689,7 +696,7 @@ read_resident(GateannScanOpaque so, uint32 id, char *dst)
 									  so->store->hdr->node_blocks))
 		return false;
 	so->resident_pages += so->meta.pages_per_record;
-	return GateannRecordHeader(dst)->node_id == id && gateann_record_usable(&so->meta, dst);
+	return record_is_node(so, id, dst);
 }
 
 /* The node a read_cached lookup is for */
@@ -715,8 +722,7 @@ cached_copy_current(void *arg, const char *record, XLogRecPtr lsn)
 	for (b = 0; b < so->meta.pages_per_record; b++)
 		if (lsn < gateann_store_block_mark(so->store, loc.block + b - so->meta.node_start))
 			return false;
-	return GateannRecordHeader(record)->node_id == l->id &&
-		gateann_record_usable(&so->meta, record);
+	return record_is_node(so, l->id, record);
 }
 
 /* Copy node id's record into dst from the shared record cache; false: read it. */
@@ -1617,6 +1623,7 @@ report_budget_spent(IndexScanDesc scan)
 {
 	static TimestampTz last_statement = 0;
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	bool		few_matched;
 
 	so->stats.budget_exhausted = true;
 	if (GetCurrentStatementStartTimestamp() == last_statement)
@@ -1628,25 +1635,20 @@ report_budget_spent(IndexScanDesc scan)
 	 * them -- a LIMIT that large, or rows its own conditions removed (the
 	 * scan cannot see those; EXPLAIN shows them as a Filter).
 	 */
-	if (so->filtering && so->matched * 10 < so->expanded)
-		ereport(NOTICE,
-				(errmsg_plural("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld row to the executor",
-							   "gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld rows to the executor",
-							   (unsigned long) so->stats.returned,
-							   RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
-							   (long long) so->stats.returned),
-				 errdetail("Of the %lld nodes it visited, %lld matched the index conditions.",
-						   (long long) so->expanded, (long long) so->matched),
-				 errhint("Few rows near the query match the index conditions: raise gateann.max_scan_tuples to search further.")));
-	else
-		ereport(NOTICE,
-				(errmsg_plural("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld row to the executor",
-							   "gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld rows to the executor",
-							   (unsigned long) so->stats.returned,
-							   RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
-							   (long long) so->stats.returned),
-				 errdetail("Conditions the index does not check (a Filter in EXPLAIN) may have removed some of them before the query saw them."),
-				 errhint("The query wanted more rows than the index returned: a LIMIT beyond them, or a condition the index does not check (a Filter in EXPLAIN) that removed rows.  Raise gateann.max_scan_tuples, or index the columns of such a condition.")));
+	few_matched = so->filtering && so->matched * 10 < so->expanded;
+	ereport(NOTICE,
+			(errmsg_plural("gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld row to the executor",
+						   "gateann index \"%s\": the scan stopped at gateann.max_scan_tuples (%d nodes) after passing %lld rows to the executor",
+						   (unsigned long) so->stats.returned,
+						   RelationGetRelationName(scan->indexRelation), gateann_max_scan_tuples,
+						   (long long) so->stats.returned),
+			 few_matched ?
+			 errdetail("Of the %lld nodes it visited, %lld matched the index conditions.",
+					   (long long) so->expanded, (long long) so->matched) :
+			 errdetail("Conditions the index does not check (a Filter in EXPLAIN) may have removed some of them before the query saw them."),
+			 few_matched ?
+			 errhint("Few rows near the query match the index conditions: raise gateann.max_scan_tuples to search further.") :
+			 errhint("The query wanted more rows than the index returned: a LIMIT beyond them, or a condition the index does not check (a Filter in EXPLAIN) that removed rows.  Raise gateann.max_scan_tuples, or index the columns of such a condition.")));
 }
 
 /* The counters kept outside so->stats: I/O (io.c) and the times measured */

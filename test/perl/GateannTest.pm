@@ -12,7 +12,8 @@ use warnings;
 use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
-our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql single_row_inserts_sql crc32c);
+our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql single_row_inserts_sql
+  indexed_items_sql crc32c);
 
 # A started node where CREATE EXTENSION gateann is done (database postgres).
 #   preload => 1     shared_preload_libraries = 'gateann' (shared stores)
@@ -72,6 +73,20 @@ sub random_vectors_sql
 	return "INSERT INTO $table SELECT i, "
 	  . "(SELECT array_agg(random()::real) FROM generate_series(1, $dims) WHERE i > 0) "
 	  . "FROM generate_series(1, $n) i;";
+}
+
+# Table items of $n random $dims-dimensional rows (random() seeded with
+# $seed) with a gateann index items_idx, table queries (q, v) of every
+# $every-th row, and a checkpoint (the files hold what shared buffers do)
+sub indexed_items_sql
+{
+	my ($seed, $n, $dims, $every) = @_;
+	return "SELECT setseed($seed);\n"
+	  . "CREATE TABLE items (id int, v real[]);\n"
+	  . random_vectors_sql('items', $n, $dims) . "\n"
+	  . "CREATE INDEX items_idx ON items USING gateann (v);\n"
+	  . "CREATE TABLE queries AS SELECT id AS q, v FROM items WHERE id % $every = 0;\n"
+	  . "CHECKPOINT;";
 }
 
 # $count rows of (id, vector of $dims random() values) into $table, ids

@@ -19,14 +19,7 @@ use GateannTest;
 # shared buffers too small for the index: memory it finds, else the device
 my $node = gateann_node('sources', preload => 1, conf => "shared_buffers = '16MB'");
 
-$node->safe_psql('postgres', qq{
-SELECT setseed(0.5);
-CREATE TABLE items (id int, v real[]);
-@{[ random_vectors_sql('items', 20000, 32) ]}
-CREATE INDEX items_idx ON items USING gateann (v);
-CREATE TABLE queries AS SELECT id AS q, v FROM items WHERE id % 2000 = 0;
-CHECKPOINT;
-});
+$node->safe_psql('postgres', indexed_items_sql(0.5, 20000, 32, 2000));
 
 # rows of every query (id lists), and the summed counters of their scans
 sub run_queries

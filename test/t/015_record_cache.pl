@@ -20,14 +20,7 @@ use GateannTest;
 my $node = gateann_node('record_cache', preload => 1,
 	conf => "shared_buffers = '16MB'\ngateann.record_cache_size = '8MB'");
 
-$node->safe_psql('postgres', qq{
-SELECT setseed(0.25);
-CREATE TABLE items (id int, v real[]);
-@{[ random_vectors_sql('items', 20000, 32) ]}
-CREATE INDEX items_idx ON items USING gateann (v);
-CREATE TABLE queries AS SELECT id AS q, v FROM items WHERE id % 500 = 0;
-CHECKPOINT;
-});
+$node->safe_psql('postgres', indexed_items_sql(0.25, 20000, 32, 500));
 
 is($node->safe_psql('postgres', q{SELECT size_bytes FROM gateann_record_cache_info()}),
 	8 * 1024 * 1024, 'the cache has the configured size');
