@@ -4,21 +4,25 @@
   bench/run.sh memory [--shape sentences_384] [--n 100000] [--L 50,100,200]
                       [--cache-shares 0,0.1,0.25,0.5] [--seconds 10]
                       [--workloads none,u10,u1] [--filter-modes gate,post]
+                      [--read-lists 0,20]
 
 One table of a shape of the data-shape matrix (bench/shapes.py: the same rows,
 queries and ground truth) with a gateann index on (embedding, u10, u1).  The
 server is restarted for every memory budget with shared_buffers small enough
 that the index is not read into them (it stays out of shared buffers unless a
 quarter of them would hold its node pages) and gateann.record_cache_size a
-share of the index's size; before each budget the kernel's page cache is
-emptied (/proc/sys/vm/drop_caches, root), so a record that neither the record
+share of the index's size; before each point the server is restarted (an
+empty record cache) and the kernel's page cache emptied
+(/proc/sys/vm/drop_caches, root), so a record that neither the record
 cache nor shared buffers hold is read from the device with O_DIRECT.
 
 For each budget, workload (none, u10 = 10 % of rows, u1 = 1 %) and L: a first
 pass over the queries from a cold cache, then a second pass (the cache filled
 by the first): recall@10, mean ms, device reads per query (pages), record
 cache hits per query; then QPS with 1 and 2 clients for --seconds each
-(processes running the same queries in a loop).  The device's random 8 KiB
+(processes running the same queries in a loop).  --read-lists runs each
+point again with gateann.read_list_size at each value (0: the walk reads every
+candidate it expands; n: a memory walk that reads the best n, then 2n, ...).  The device's random 8 KiB
 read rate at queue depth 1 is measured on the index file itself (O_DIRECT).
 
 Writes results.json and summary.md into --out.  Needs the throwaway cluster
@@ -102,11 +106,16 @@ def one_pass(conn, sqls: list[str]) -> tuple[list[list[int]], float, dict]:
     return found, spent * 1000 / n, {k: round(v / n, 1) for k, v in sums.items()}
 
 
-def _client(sqls: list[str], L: int, mode: str, seconds: float, out) -> None:
-    conn = connect()
+def settings(conn, L: int, mode: str, read_list: int) -> None:
     conn.execute("SET enable_seqscan = off")
     conn.execute(f"SET gateann.search_list_size = {L}")
     conn.execute(f"SET gateann.filter_mode = {mode}")
+    conn.execute(f"SET gateann.read_list_size = {read_list}")
+
+
+def _client(sqls: list[str], L: int, mode: str, read_list: int, seconds: float, out) -> None:
+    conn = connect()
+    settings(conn, L, mode, read_list)
     n, t0, i = 0, time.monotonic(), 0
     while time.monotonic() - t0 < seconds:
         conn.execute(sqls[i % len(sqls)]).fetchall()
@@ -114,10 +123,12 @@ def _client(sqls: list[str], L: int, mode: str, seconds: float, out) -> None:
     out.put(n / (time.monotonic() - t0))
 
 
-def qps(sqls: list[str], L: int, mode: str, clients: int, seconds: float) -> float:
+def qps(sqls: list[str], L: int, mode: str, read_list: int, clients: int,
+        seconds: float) -> float:
     ctx = mp.get_context("fork")
     out = ctx.Queue()
-    procs = [ctx.Process(target=_client, args=(sqls[c::clients] or sqls, L, mode, seconds, out))
+    procs = [ctx.Process(target=_client,
+                         args=(sqls[c::clients] or sqls, L, mode, read_list, seconds, out))
              for c in range(clients)]
     for p in procs:
         p.start()
@@ -144,6 +155,8 @@ def main() -> None:
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--filter-modes", default="gate",
                     help="gateann.filter_mode values for the filtered workloads (gate,post)")
+    ap.add_argument("--read-lists", default="0",
+                    help="gateann.read_list_size values (0: read as the walk goes)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -197,16 +210,17 @@ def main() -> None:
         conn.execute(f"ALTER SYSTEM SET shared_buffers = '{a.shared_buffers}'")
         conn.execute(f"ALTER SYSTEM SET gateann.record_cache_size = '{cache_mb}MB'")
         conn.close()
-        pg_ctl("restart", "-m", "fast")
-        conn = connect()
-        conn.execute(f"SELECT gateann_prewarm('{table}_idx')")
-        points_wanted = [(wl, mode, L) for wl in a.workloads.split(",")
+        points_wanted = [(wl, mode, rl, L) for wl in a.workloads.split(",")
                          for mode in (["gate"] if wl == "none" else a.filter_modes.split(","))
+                         for rl in ([0] if mode != "gate" else
+                                    [int(v) for v in a.read_lists.split(",")])
                          for L in Ls]
-        for wl, mode, L in points_wanted:
-            conn.execute("SET enable_seqscan = off")
-            conn.execute(f"SET gateann.search_list_size = {L}")
-            conn.execute(f"SET gateann.filter_mode = {mode}")
+        for wl, mode, rl, L in points_wanted:
+            # every point starts from an empty record cache and page cache
+            pg_ctl("restart", "-m", "fast")
+            conn = connect()
+            conn.execute(f"SELECT gateann_prewarm('{table}_idx')")
+            settings(conn, L, mode, rl)
             drop_page_cache()
             passes = {}
             for name in ("cold", "warm"):
@@ -216,16 +230,16 @@ def main() -> None:
                 passes[name] = {"recall": round(float(rec[ok].mean()), 4), "ms": round(ms, 2),
                                 **c}
             pt = {"cache_share": share, "cache_mb": cache_mb, "workload": wl, "mode": mode,
-                  "L": L,
+                  "read_list": rl, "L": L,
                   **{f"{k}_{p}": v for p, d in passes.items() for k, v in d.items()}}
             for cl in clients:
-                pt[f"qps_{cl}"] = qps(sqls[wl], L, mode, cl, a.seconds)
+                pt[f"qps_{cl}"] = qps(sqls[wl], L, mode, rl, cl, a.seconds)
             points.append(pt)
-            log(f"cache {cache_mb:5} MB {wl:4} {mode:4} L={L:3}: recall {pt['recall_warm']:.3f} "
+            log(f"cache {cache_mb:5} MB {wl:4} {mode:4} read {rl:3} L={L:3}: recall {pt['recall_warm']:.3f} "
                 f"reads {pt['reads_cold']:.1f}/{pt['reads_warm']:.1f} "
                 f"hits {pt['cache_hits_warm']:.1f} {pt['ms_warm']:.2f} ms "
                 + " ".join(f"qps{cl} {pt[f'qps_{cl}']}" for cl in clients))
-        conn.close()
+            conn.close()
     conn = connect()
     conn.execute("ALTER SYSTEM RESET shared_buffers")
     conn.execute("ALTER SYSTEM RESET gateann.record_cache_size")

@@ -1006,25 +1006,37 @@ def t_memory_modes(runs):
     return memory_table(cand[0])
 
 
+def t_memory_walk(runs):
+    """A memory walk against reading as the walk goes (bench/memory.py
+    --read-lists 0,n), newest run only."""
+    cand = [r for r in of_kind(runs, "memory")
+            if any(p.get("read_list") for p in r.get("points") or [])]
+    if not cand:
+        return not_measured("`bench/run.sh memory --read-lists 0,20`")
+    return memory_table(cand[0])
+
+
 def memory_table(r):
     f = r.get("memory") or {}
     pts = r.get("points") or []
     Ls = sorted({p["L"] for p in pts})
     rows = []
     for budget in dict.fromkeys((p["cache_mb"], p["cache_share"]) for p in pts):
-        for wl, mode in dict.fromkeys((p["workload"], p.get("mode", "gate")) for p in pts):
+        for wl, mode, rl in dict.fromkeys((p["workload"], p.get("mode", "gate"),
+                                           p.get("read_list", 0)) for p in pts):
             cells = []
             for L in Ls:
                 p = next((p for p in pts if (p["cache_mb"], p["cache_share"]) == budget
                           and p["workload"] == wl and p.get("mode", "gate") == mode
-                          and p["L"] == L), None)
+                          and p.get("read_list", 0) == rl and p["L"] == L), None)
                 cells.append("–" if p is None else
                              f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
                              f"{p.get('reads_warm')} / {fms(p.get('ms_warm'))} / "
                              f"{fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
             if any(c != "–" for c in cells):
                 rows.append([f"{fint(budget[0])} MB ({budget[1]:.0%})",
-                             wl if mode == "gate" else f"{wl}, {mode}"] + cells)
+                             (wl if mode == "gate" else f"{wl}, {mode}")
+                             + (f", memory walk reading {rl}" if rl else "")] + cells)
     return ([f"{f.get('shape')}, {rows_label(f.get('n'))}: index {mib(f.get('index_bytes'))} MiB, "
              f"in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
              f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
@@ -1081,6 +1093,7 @@ TABLES = {
     "eviction": t_eviction,
     "memory": t_memory,
     "memory_modes": t_memory_modes,
+    "memory_walk": t_memory_walk,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)

@@ -28,6 +28,7 @@ PG_MODULE_MAGIC;
 PG_FUNCTION_INFO_V1(gateann_handler);
 
 int			gateann_search_list_size = 100;
+int			gateann_read_list_size = 0;
 int			gateann_max_scan_tuples = 20000;
 int			gateann_filter_mode = GATEANN_FILTER_MODE_GATE;
 int			gateann_tunnel_neighbors_guc = 0;
@@ -95,6 +96,12 @@ _PG_init(void)
 							"Larger values raise recall and cost.",
 							&gateann_search_list_size,
 							100, 1, 100000,
+							PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomIntVariable("gateann.read_list_size",
+							"Candidates a search reads after walking the graph in memory.",
+							"0 reads every candidate the walk expands.",
+							&gateann_read_list_size,
+							0, 0, 100000,
 							PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomIntVariable("gateann.max_scan_tuples",
 							"Maximum nodes a gateann scan visits when it keeps streaming rows.",

@@ -308,6 +308,7 @@ typedef struct GateannOptions
 
 /* GUCs (gateann.c) */
 extern int	gateann_search_list_size;
+extern int	gateann_read_list_size;
 extern int	gateann_max_scan_tuples;
 extern int	gateann_filter_mode;
 extern int	gateann_tunnel_neighbors_guc;

@@ -14,6 +14,7 @@
 
 #include "common/pg_prng.h"
 #include "miscadmin.h"
+#include "utils/float.h"
 
 /* Nodes checked per call of gateann_filter_store_select */
 #define PREFILTER_CHUNK		4096
@@ -67,6 +68,27 @@ gateann_prefilter_estimate(const GateannFilter *filter, const GateannStore *stor
 }
 
 void
+gateann_prefilter_init(GateannPrefilter *pf)
+{
+	pf->allocated = 1024;
+	pf->cands = palloc(sizeof(GateannPrefilterCand) * pf->allocated);
+	pf->ncands = 0;
+	pf->taken = 0;
+}
+
+float
+gateann_prefilter_next_dist(const GateannPrefilter *pf)
+{
+	float		best = get_float4_infinity();
+	int64		c;
+
+	/* (the ones not handed out yet are in no order) */
+	for (c = pf->taken; c < pf->ncands; c++)
+		best = Min(best, pf->cands[c].dist);
+	return best;
+}
+
+void
 gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 						  const GateannStore *store, const float *table)
 {
@@ -75,11 +97,7 @@ gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 	uint32	   *ids = palloc(sizeof(uint32) * PREFILTER_CHUNK);
 	uint32		lo;
 
-	pf->allocated = 1024;
-	pf->cands = palloc(sizeof(GateannPrefilterCand) * pf->allocated);
-	pf->ncands = 0;
-	pf->taken = 0;
-
+	gateann_prefilter_init(pf);
 	for (lo = 0; lo < capacity; lo += Min(PREFILTER_CHUNK, capacity - lo))
 	{
 		uint32		hi = lo + Min(PREFILTER_CHUNK, capacity - lo);

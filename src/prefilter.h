@@ -63,6 +63,26 @@ extern double gateann_prefilter_estimate(const GateannFilter *filter,
 extern void gateann_prefilter_collect(GateannPrefilter *pf, const GateannFilter *filter,
 									  const GateannStore *store, const float *table);
 
+/* Start an empty candidate set (a memory walk's pool, scan.c), in the current memory context */
+extern void gateann_prefilter_init(GateannPrefilter *pf);
+
+/* Add one candidate */
+static inline void
+gateann_prefilter_add(GateannPrefilter *pf, uint32 id, float dist)
+{
+	if (pf->ncands >= pf->allocated)
+	{
+		pf->allocated *= 2;
+		pf->cands = repalloc_huge(pf->cands, sizeof(GateannPrefilterCand) * pf->allocated);
+	}
+	pf->cands[pf->ncands].id = id;
+	pf->cands[pf->ncands].dist = dist;
+	pf->ncands++;
+}
+
+/* The smallest PQ distance among the candidates not handed out yet (+inf: none) */
+extern float gateann_prefilter_next_dist(const GateannPrefilter *pf);
+
 /*
  * Hand out the next `count` candidates in ascending PQ distance (ties by
  * id), with at most max_copies of any one distance: they are placed, sorted,

@@ -49,6 +49,11 @@
  * PQ distance, and the same pipeline reads, verifies and ranks them
  * without expanding neighbors.  Streaming loads the next 2L, 4L, ...
  *
+ * A memory walk (gateann.read_list_size > 0) crosses every candidate in
+ * memory like a tunneled one, pools those that may match, and reads only
+ * the best of the pool by PQ distance in batches (read_phase_begin); see
+ * src/README, "Search and streaming".
+ *
  * Records are read straight from the index's files.  The file may lag shared
  * buffers for pages writers changed: each node block has a mark in the store
  * (the LSN the file must have reached, store.h), and a page read from the
@@ -154,6 +159,30 @@ typedef struct GateannScanOpaqueData
 	 */
 	bool		prefilter;
 	GateannPrefilter pf;
+
+	/*
+	 * A memory walk (memory_walk_round): the graph is walked in memory, every
+	 * candidate crossed through the neighbor store; those that may match go
+	 * into pf (the pool), and only the best of them by PQ distance are read,
+	 * in batches (reading).  While a batch is read, the walk's list waits
+	 * in `walk`.
+	 */
+	bool		memory_walk;
+	bool		reading;
+	bool		walk_done;		/* the walk cannot go on (resume_search) */
+	int			read_batch;		/* candidates the next batch reads */
+	GateannCandidate *read_list;	/* the frontier while reading */
+	int			read_list_size;
+	struct
+	{
+		GateannCandidate *frontier;
+		int			fsize;
+		int			L;
+		int			first_unexpanded;
+		int64		window_matches;
+		int64		matches_before;
+		bool		window_cut;
+	}			walk;
 	double		filter_fraction;	/* sampled share of nodes passing the filter store */
 	int64		matched;		/* read nodes that passed the filter */
 	bool		stuck_probe;	/* first round: test search_is_stuck once the
@@ -590,7 +619,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		}
 	}
 
-	if (!so->prefilter)
+	if (!so->prefilter && !so->reading)
 	{
 		nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
 		memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, p->record), sizeof(uint32) * nn);
@@ -680,6 +709,16 @@ walk_has_evidence(GateannScanOpaque so)
 	return walked_nodes(so) * so->filter_fraction >= GATEANN_GRAPH_MISS_EVIDENCE;
 }
 
+/*
+ * Matching nodes a walk met: read and verified; in a memory walk, the
+ * candidates that passed the in-memory check (the pool)
+ */
+static inline double
+walk_matched(GateannScanOpaque so)
+{
+	return so->memory_walk ? (double) so->pf.ncands : (double) so->matched;
+}
+
 static bool search_is_stuck(GateannScanOpaque so);
 static bool prefilter_affordable(GateannScanOpaque so);
 
@@ -739,6 +778,25 @@ read_cached(GateannScanOpaque so, uint32 id, char *dst)
 	return true;
 }
 
+/*
+ * Cross the run of candidates run[0..n-1] in memory (tunnel_run), timed
+ * (tunnel_us); frontier[next], likely crossed next, gets its row prefetched
+ * so that its misses overlap ours.
+ */
+static void
+cross_run(GateannScanOpaque so, const uint32 *run, int n, int next,
+		  bool *timing, instr_time *start)
+{
+	if (next < so->fsize)
+		gateann_store_prefetch_row(so->store, so->frontier[next].id);
+	if (!*timing && so->track_timing)
+	{
+		INSTR_TIME_SET_CURRENT(*start);
+		*timing = true;
+	}
+	tunnel_run(so, run, n);
+}
+
 /* Issue reads for the best undispatched candidates while W allows. */
 static void
 dispatch(GateannScanOpaque so)
@@ -794,6 +852,39 @@ dispatch(GateannScanOpaque so)
 		}
 		id = so->frontier[i].id;
 
+		if (so->memory_walk && !so->reading)
+		{
+			/*
+			 * A memory walk crosses every candidate in memory; the ones that
+			 * may match wait in the pool for the read phase.  A run stops
+			 * after a candidate that may match while a window counts them.
+			 */
+			uint32		run[GATEANN_TUNNEL_BATCH_MAX];
+			int			n = 0;
+			int			j;
+
+			for (j = i; j < so->fsize && n < so->tunnel_batch; j++)
+			{
+				GateannCandidate *c = &so->frontier[j];
+				bool		match;
+
+				if (c->expanded)
+					continue;
+				c->expanded = 1;
+				run[n++] = c->id;
+				match = node_may_match(so, c->id);
+				if (match)
+					gateann_prefilter_add(&so->pf, c->id, c->dist);
+				if (match && so->window_matches > 0)
+				{
+					j++;
+					break;
+				}
+			}
+			cross_run(so, run, n, j, &timing, &tunnel_start);
+			continue;
+		}
+
 		/*
 		 * GateANN's decision, before any I/O: a node that cannot be a
 		 * result (fails the in-memory filter check, or is deleted) is
@@ -823,15 +914,7 @@ dispatch(GateannScanOpaque so)
 				c->expanded = 1;
 				run[n++] = c->id;
 			}
-			/* the candidate after the run is likely crossed next: its row's misses overlap ours */
-			if (j < so->fsize)
-				gateann_store_prefetch_row(so->store, so->frontier[j].id);
-			if (!timing && so->track_timing)
-			{
-				INSTR_TIME_SET_CURRENT(tunnel_start);
-				timing = true;
-			}
-			tunnel_run(so, run, n);
+			cross_run(so, run, n, j, &timing, &tunnel_start);
 			continue;
 		}
 		tunnel_timer_stop(so, &timing, &tunnel_start);
@@ -870,35 +953,26 @@ dispatch(GateannScanOpaque so)
  * back); +infinity when there is no such candidate.  A result closer than
  * that is unlikely to be beaten by anything a further round finds.
  */
+/*
+ * The smallest PQ distance a graph walk that goes on would start from:
+ * candidates pushed out of its list, the best one its window left
+ * unexpanded, the entry points not visited yet.
+ */
 static float
-unreached_bound(GateannScanOpaque so)
+walk_resume_bound(GateannScanOpaque so)
 {
 	float		bound = get_float4_infinity();
-	double		slack = 0;
 	int			i;
+	const GateannCandidate *frontier = so->reading ? so->walk.frontier : so->frontier;
+	int			fsize = so->reading ? so->walk.fsize : so->fsize;
+	int			first = so->reading ? so->walk.first_unexpanded : so->first_unexpanded;
+	bool		cut = so->reading ? so->walk.window_cut : so->window_cut;
 
-	if (so->over_n > 0)
-	{
-		double		mean = so->over_sum / so->over_n;
-		double		var = Max(so->over_sq / so->over_n - mean * mean, 0.0);
-
-		slack = Max(mean + 3 * sqrt(var), 0.0);
-	}
-
-	if (so->prefilter)
-	{
-		int64		c;
-
-		/* (the ones not handed out yet are in no order) */
-		for (c = so->pf.taken; c < so->pf.ncands; c++)
-			bound = Min(bound, so->pf.cands[c].dist);
-		return bound - slack;
-	}
 	for (i = 0; i < so->evicted.size; i++)
 		bound = Min(bound, so->evicted.items[i].dist);
 	/* (the best candidate a window left unexpanded: the list is sorted) */
-	if (so->window_cut && so->first_unexpanded < so->fsize)
-		bound = Min(bound, so->frontier[so->first_unexpanded].dist);
+	if (cut && first < fsize)
+		bound = Min(bound, frontier[first].dist);
 	/* the entry points a walk that runs out goes on from (resume_search) */
 	if (!so->all_entries_seeded)
 	{
@@ -911,6 +985,28 @@ unreached_bound(GateannScanOpaque so)
 				bound = Min(bound, pq_distance(so, e));
 		}
 	}
+	return bound;
+}
+
+static float
+unreached_bound(GateannScanOpaque so)
+{
+	float		bound;
+	double		slack = 0;
+
+	if (so->over_n > 0)
+	{
+		double		mean = so->over_sum / so->over_n;
+		double		var = Max(so->over_sq / so->over_n - mean * mean, 0.0);
+
+		slack = Max(mean + 3 * sqrt(var), 0.0);
+	}
+
+	if (so->prefilter)
+		return gateann_prefilter_next_dist(&so->pf) - slack;
+	bound = walk_resume_bound(so);
+	if (so->memory_walk)
+		bound = Min(bound, gateann_prefilter_next_dist(&so->pf));
 	return bound - slack;
 }
 
@@ -1073,6 +1169,139 @@ prefilter_resume(GateannScanOpaque so)
 }
 
 /*
+ * A memory walk's read phase: put the walk's list aside and make the next
+ * read_batch candidates of the pool, best PQ distance first, the frontier
+ * (all undispatched); false when the pool has none left.
+ */
+static bool
+read_phase_begin(GateannScanOpaque so)
+{
+	const GateannPrefilterCand *batch;
+	int			n;
+	int			i;
+
+	if (!so->reading)
+	{
+		so->walk.frontier = so->frontier;
+		so->walk.fsize = so->fsize;
+		so->walk.L = so->L;
+		so->walk.first_unexpanded = so->first_unexpanded;
+		so->walk.window_matches = so->window_matches;
+		so->walk.matches_before = so->matches_before;
+		so->walk.window_cut = so->window_cut;
+		so->reading = true;
+	}
+	if (so->read_list_size < so->read_batch)
+	{
+		so->read_list = so->read_list == NULL ?
+			palloc(sizeof(GateannCandidate) * so->read_batch) :
+			repalloc_huge(so->read_list, sizeof(GateannCandidate) * so->read_batch);
+		so->read_list_size = so->read_batch;
+	}
+	so->frontier = so->read_list;
+	so->L = so->read_batch;
+	so->fsize = 0;
+	so->first_unexpanded = 0;
+	so->window_matches = 0;
+	so->matches_before = 0;
+	so->window_cut = false;
+	n = gateann_prefilter_take(&so->pf, so->read_batch,
+							   Max(STRICT_FIRST_ROWS, so->read_batch / 10), &batch);
+	for (i = 0; i < n; i++)
+	{
+		so->frontier[i].dist = batch[i].dist;
+		so->frontier[i].id = batch[i].id;
+		so->frontier[i].expanded = 0;
+		so->frontier[i].may_match = 1;
+	}
+	so->fsize = n;
+	return n > 0;
+}
+
+/* Back to the walk's list */
+static void
+read_phase_end(GateannScanOpaque so)
+{
+	if (!so->reading)
+		return;
+	so->frontier = so->walk.frontier;
+	so->fsize = so->walk.fsize;
+	so->L = so->walk.L;
+	so->first_unexpanded = so->walk.first_unexpanded;
+	so->window_matches = so->walk.window_matches;
+	so->matches_before = so->walk.matches_before;
+	so->window_cut = so->walk.window_cut;
+	so->reading = false;
+}
+
+/* Nothing left: the walk cannot go on and the pool is read (or the budget is spent) */
+static void
+memory_walk_set_exhausted(GateannScanOpaque so)
+{
+	so->exhausted = so->budget_spent ||
+		(so->walk_done && so->pf.taken >= so->pf.ncands);
+}
+
+/*
+ * A memory walk's first round: walk with the list, then read the best
+ * read_batch candidates it met.
+ */
+static void
+memory_walk_first_round(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+
+	search_round(scan);
+	if (so->walk_abandoned)
+		return;
+	if (read_phase_begin(so))
+		search_round(scan);
+	memory_walk_set_exhausted(so);
+}
+
+/*
+ * A memory walk's next round: read the next, twice larger batch of the pool
+ * while its best candidate is no farther than where the walk would go on
+ * from; else walk on first (a longer list), then read.
+ */
+static bool
+memory_walk_next_round(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	float		pool_next = gateann_prefilter_next_dist(&so->pf);
+	bool		progress = false;
+
+	if (so->budget_spent)
+		return false;
+	read_phase_end(so);
+	/* (an empty pool is +inf, and so may be the walk's bound: walk then) */
+	if (!so->walk_done && (isinf(pool_next) || pool_next > walk_resume_bound(so)))
+	{
+		if (resume_search(so))
+		{
+			search_round(scan);
+			progress = true;	/* (resume_search left a candidate to cross) */
+		}
+		else
+			so->walk_done = true;
+		so->exhausted = false;
+	}
+	if (!so->budget_spent)
+	{
+		so->read_batch = (int) Min((int64) so->read_batch * 2, (int64) gateann_max_scan_tuples);
+		if (read_phase_begin(so))
+		{
+			search_round(scan);
+			progress = true;
+		}
+	}
+	memory_walk_set_exhausted(so);
+	if (!progress)
+		so->exhausted = true;	/* (never loop without crossing or reading a node) */
+	return !so->exhausted || so->results.size > 0;
+}
+
+/*
  * Pre-filter instead of walking the graph?  Only in gate mode (post and
  * early are the papers' baselines of a graph search), and only when a
  * sample of the filter store says few nodes match: then a graph walk
@@ -1133,12 +1362,12 @@ static bool
 search_is_stuck(GateannScanOpaque so)
 {
 	double		walked = walked_nodes(so);
-	double		matched = so->matched;
+	double		matched = walk_matched(so);
 
 	if (!so->filtering || !walk_has_evidence(so))
 		return false;			/* (evidence implies walked > 0) */
 	/* reads still in flight passed the in-memory check in gate mode: nearly all match */
-	if (so->filter_mode == GATEANN_FILTER_MODE_GATE)
+	if (so->filter_mode == GATEANN_FILTER_MODE_GATE && !so->memory_walk)
 		matched += (double) (so->next_seq - so->head_seq);
 	return matched / walked * GATEANN_GRAPH_MISS_FACTOR < so->filter_fraction;
 }
@@ -1154,7 +1383,7 @@ static bool
 prefilter_affordable(GateannScanOpaque so)
 {
 	double		walked = walked_nodes(so);
-	double		rate = so->matched / walked;
+	double		rate = walk_matched(so) / walked;
 
 	if (so->filter_mode != GATEANN_FILTER_MODE_GATE || gateann_prefilter_selectivity <= 0.0)
 		return false;
@@ -1194,6 +1423,8 @@ recover_by_prefilter(IndexScanDesc scan)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
 
+	read_phase_end(so);
+	so->memory_walk = false;
 	so->walk_abandoned = false;
 	so->stats.recoveries++;
 	so->results.size = 0;
@@ -1221,7 +1452,7 @@ recover_stuck_walk(IndexScanDesc scan)
 	if (so->prefilter || !so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE ||
 		so->stats.returned > 0 || walked_nodes(so) == 0)
 		return false;
-	stuck = so->matched == 0 ? true : search_is_stuck(so);
+	stuck = walk_matched(so) == 0 ? true : search_is_stuck(so);
 	if (!stuck || !prefilter_affordable(so))
 		return false;
 	recover_by_prefilter(scan);
@@ -1239,6 +1470,8 @@ next_round(IndexScanDesc scan)
 
 	if (recover_stuck_walk(scan))
 		return true;			/* (its first batch has run) */
+	if (so->memory_walk)
+		return memory_walk_next_round(scan);
 	if (!(so->prefilter ? prefilter_resume(so) : resume_search(so)))
 		return false;
 	search_round(scan);
@@ -1307,6 +1540,11 @@ search_state_reset(GateannScanOpaque so)
 	so->window_cut = false;
 	so->expanded = 0;
 	so->prefilter = false;
+	so->memory_walk = false;
+	so->reading = false;
+	so->walk_done = false;
+	so->read_list = NULL;
+	so->read_list_size = 0;
 	memset(&so->tail, 0, sizeof(so->tail));
 	so->search_done = false;
 }
@@ -1521,7 +1759,17 @@ search_graph(IndexScanDesc scan)
 	seed_frontier(so);
 	so->stuck_probe = so->filtering && so->filter_mode == GATEANN_FILTER_MODE_GATE &&
 		gateann_prefilter_selectivity > 0.0;
-	search_round(scan);
+	so->memory_walk = gateann_read_list_size > 0 &&
+		so->filter_mode == GATEANN_FILTER_MODE_GATE;
+	if (so->memory_walk)
+	{
+		so->stats.strategy = "memory walk";
+		gateann_prefilter_init(&so->pf);
+		so->read_batch = gateann_read_list_size;
+		memory_walk_first_round(scan);
+	}
+	else
+		search_round(scan);
 	so->stuck_probe = false;
 	if (so->walk_abandoned)
 		recover_by_prefilter(scan);
