@@ -797,6 +797,109 @@ cross_run(GateannScanOpaque so, const uint32 *run, int n, int next,
 	tunnel_run(so, run, n);
 }
 
+/*
+ * A memory walk's next run from frontier[i] on: up to tunnel_batch
+ * unexpanded candidates, all crossed in memory; the ones that may match
+ * wait in the pool for the read phase.  While a window counts matching
+ * candidates, a run stops after one.  Returns the run's length; *next is
+ * the candidate after it.
+ */
+static int
+memory_walk_run(GateannScanOpaque so, int i, uint32 *run, int *next)
+{
+	int			n = 0;
+	int			j;
+
+	for (j = i; j < so->fsize && n < so->tunnel_batch; j++)
+	{
+		GateannCandidate *c = &so->frontier[j];
+		bool		match;
+
+		if (c->expanded)
+			continue;
+		c->expanded = 1;
+		run[n++] = c->id;
+		match = node_may_match(so, c->id);
+		if (match)
+			gateann_prefilter_add(&so->pf, c->id, c->dist);
+		if (match && so->window_matches > 0)
+		{
+			j++;
+			break;
+		}
+	}
+	*next = j;
+	return n;
+}
+
+/*
+ * A gate walk's run of failing candidates from frontier[i] (which fails
+ * the in-memory check) on: the next best while they fail too, up to
+ * tunnel_batch.  The first that may match ends the run and is read next,
+ * unchecked (known_match).  Returns the run's length; *next as above.
+ */
+static int
+failing_run(GateannScanOpaque so, int i, uint32 *run, int *next)
+{
+	int			n = 0;
+	int			j;
+
+	so->frontier[i].expanded = 1;
+	run[n++] = so->frontier[i].id;
+	for (j = i + 1; j < so->fsize && n < so->tunnel_batch; j++)
+	{
+		GateannCandidate *c = &so->frontier[j];
+
+		if (c->expanded)
+			continue;
+		if (node_may_match(so, c->id))
+		{
+			so->known_match = c->id;
+			break;
+		}
+		c->expanded = 1;
+		run[n++] = c->id;
+	}
+	*next = j;
+	return n;
+}
+
+/*
+ * Get frontier[i]'s record: from the record cache or shared buffers at
+ * once (applied in its turn), else an asynchronous read of the file.
+ * False when the read could not be submitted (the round waits for reads
+ * in flight first).
+ */
+static bool
+dispatch_read(GateannScanOpaque so, int i)
+{
+	uint32		id = so->frontier[i].id;
+	PendingRead *p = &so->pending[so->next_seq % so->width];
+
+	if (read_cached(so, id, p->record) || read_resident(so, id, p->record))
+	{
+		/* the synchronous path: landed already, applied in its turn */
+		p->landed = true;
+		p->valid = true;
+	}
+	else
+	{
+		GateannRecordLoc loc = gateann_record_location(&so->meta, id);
+
+		if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
+							   so->next_seq))
+			return false;
+		p->landed = false;
+		p->valid = false;
+	}
+	so->frontier[i].expanded = 1;
+	so->expanded++;
+	p->id = id;
+	p->pq_dist = so->frontier[i].dist;
+	so->next_seq++;
+	return true;
+}
+
 /* Issue reads for the best undispatched candidates while W allows. */
 static void
 dispatch(GateannScanOpaque so)
@@ -810,8 +913,7 @@ dispatch(GateannScanOpaque so)
 	{
 		int			i;
 		uint32		id;
-		PendingRead *p;
-		GateannRecordLoc loc;
+		uint32		run[GATEANN_TUNNEL_BATCH_MAX];
 
 		for (i = so->first_unexpanded; i < so->fsize; i++)
 		{
@@ -854,34 +956,10 @@ dispatch(GateannScanOpaque so)
 
 		if (so->memory_walk && !so->reading)
 		{
-			/*
-			 * A memory walk crosses every candidate in memory; the ones that
-			 * may match wait in the pool for the read phase.  A run stops
-			 * after a candidate that may match while a window counts them.
-			 */
-			uint32		run[GATEANN_TUNNEL_BATCH_MAX];
-			int			n = 0;
-			int			j;
+			int			next;
+			int			n = memory_walk_run(so, i, run, &next);
 
-			for (j = i; j < so->fsize && n < so->tunnel_batch; j++)
-			{
-				GateannCandidate *c = &so->frontier[j];
-				bool		match;
-
-				if (c->expanded)
-					continue;
-				c->expanded = 1;
-				run[n++] = c->id;
-				match = node_may_match(so, c->id);
-				if (match)
-					gateann_prefilter_add(&so->pf, c->id, c->dist);
-				if (match && so->window_matches > 0)
-				{
-					j++;
-					break;
-				}
-			}
-			cross_run(so, run, n, j, &timing, &tunnel_start);
+			cross_run(so, run, n, next, &timing, &tunnel_start);
 			continue;
 		}
 
@@ -893,52 +971,15 @@ dispatch(GateannScanOpaque so)
 		if (so->filter_mode == GATEANN_FILTER_MODE_GATE && !so->prefilter &&
 			id != so->known_match && !node_may_match(so, id))
 		{
-			uint32		run[GATEANN_TUNNEL_BATCH_MAX];
-			int			n = 0;
-			int			j;
+			int			next;
+			int			n = failing_run(so, i, run, &next);
 
-			so->frontier[i].expanded = 1;
-			run[n++] = id;
-			/* the next best candidates, while they fail too */
-			for (j = i + 1; j < so->fsize && n < so->tunnel_batch; j++)
-			{
-				GateannCandidate *c = &so->frontier[j];
-
-				if (c->expanded)
-					continue;
-				if (node_may_match(so, c->id))
-				{
-					so->known_match = c->id;	/* read it next, unchecked */
-					break;
-				}
-				c->expanded = 1;
-				run[n++] = c->id;
-			}
-			cross_run(so, run, n, j, &timing, &tunnel_start);
+			cross_run(so, run, n, next, &timing, &tunnel_start);
 			continue;
 		}
 		tunnel_timer_stop(so, &timing, &tunnel_start);
-		p = &so->pending[so->next_seq % so->width];
-		if (read_cached(so, id, p->record) || read_resident(so, id, p->record))
-		{
-			/* the synchronous path: landed already, applied in its turn */
-			p->landed = true;
-			p->valid = true;
-		}
-		else
-		{
-			loc = gateann_record_location(&so->meta, id);
-			if (!gateann_io_submit(so->io, loc.block, so->meta.pages_per_record,
-								   so->next_seq))
-				break;
-			p->landed = false;
-			p->valid = false;
-		}
-		so->frontier[i].expanded = 1;
-		so->expanded++;
-		p->id = id;
-		p->pq_dist = so->frontier[i].dist;
-		so->next_seq++;
+		if (!dispatch_read(so, i))
+			break;
 	}
 	tunnel_timer_stop(so, &timing, &tunnel_start);
 }
