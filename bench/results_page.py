@@ -453,13 +453,13 @@ def of_kind(runs, *kinds):
 
 def t_build(runs):
     """Build time and index size of the driver presets' gateann indexes, the
-    newest run per (data set, index columns)."""
+    newest run per data set."""
     seen, rows, used = set(), [], []
     for r in of_kind(runs, *DRIVER_PRESETS):
         for i in r.get("indexes", []):
             if i["engine"] != "gateann":
                 continue
-            key = (i["dataset"], tuple(i.get("columns") or ()))
+            key = i["dataset"]
             if key in seen:
                 continue
             seen.add(key)
@@ -486,42 +486,6 @@ def _driver_points(r, dataset=None):
         if dataset and p["dataset"] != dataset:
             continue
         yield p
-
-
-def t_quick(runs):
-    """100K recall / latency / QPS / reads by L, unfiltered and label10: the
-    newest quick run per L."""
-    rows, used = [], []
-    cand = of_kind(runs, "quick")
-    Ls = sorted({p["L"] for r in cand for p in r.get("points", []) if p.get("L")})
-    for L in Ls:
-        cells, rs = [], []
-        for wl in ("unfiltered", "label10"):
-            for r in cand:
-                p = next((p for p in r["points"] if p["engine"] == "gateann" and p.get("L") == L
-                          and p["workload"] == wl and p.get("mode") in (None, "gate")
-                          and "extra" not in p), None)
-                if p:
-                    cells.append(f"{f3(p.get('recall'))} / {fms(p.get('ms'))} / "
-                                 f"{fint(p.get('qps1'))} / {fint(p.get('reads'))}")
-                    rs.append(r)
-                    break
-            else:
-                cells.append("–")
-        rows.append([L] + cells + [refs(rs)])
-        used += rs
-    if not rows:
-        return not_measured("`bench/run.sh quick`")
-    exact = []
-    for r in newest_first(used)[:1]:
-        for p in r["points"]:
-            if p["engine"] == "exact":
-                exact.append(f"{p['workload']} {fms(p.get('ms'))} ms (recall {f3(p.get('recall'))})")
-    out = table(["L", "unfiltered: recall@10 / mean ms / QPS 1 client / reads",
-                 "label10 (10 %): the same", "run"], rows)
-    if exact:
-        out += ["", "Exact search (sequential scan + sort), same run: " + ", ".join(exact) + "."]
-    return out + [""] + footnotes(used)
 
 
 def t_filter(runs):
@@ -599,7 +563,8 @@ def _matrix(runs, n):
 def t_matrix(runs, n):
     """Recall@10 at L = 100 by shape and filter: gate / post / pgvector; each
     cell from the newest default-option run with pgvector that measured it;
-    then unfiltered at L = 400, self-queries and queries at recall 0."""
+    then unfiltered at L = 400, self-queries, queries at recall 0 and the
+    build of the newest run that measured the shape (the first run named)."""
     cand, pairs = _matrix(runs, n)
     rows, used = [], []
     for shape, metric in pairs:
@@ -630,17 +595,22 @@ def t_matrix(runs, n):
                 rs.append(r)
                 break
         fr = next((r for r in cand if _fact(r, shape, metric)), None)
-        st = (_fact(fr, shape, metric) or {}).get("self_top1", {}) if fr else {}
+        f = (_fact(fr, shape, metric) or {}) if fr else {}
+        st = f.get("self_top1", {})
+        info = f.get("info", {})
         if fr:
             rs.append(fr)
         rows.append([shape, metric, cells[0], l400] + cells[1:]
                     + [f"{f3(st.get('gate'))} / {f3(st.get('pgvector'))}",
-                       ", ".join(zeros) or "none", refs(rs)])
+                       ", ".join(zeros) or "none",
+                       f"{fms(f.get('gateann_build_s'))} / {fms(f.get('hnsw_build_s'))}",
+                       f3(info.get("build_recall")), info.get("tunnel_neighbors", "–"), refs(rs)])
         used += rs
     if not rows:
         return not_measured(f"`bench/run.sh shapes --n {n}`")
     return table(["shape", "metric", "none", "none, L = 400"] + WORKLOADS[1:]
-                 + ["self top-1: gate / pgvector", "gate: queries at recall 0", "runs"],
+                 + ["self top-1: gate / pgvector", "gate: queries at recall 0",
+                    "build s: gateann / HNSW (first run)", "build_recall", "tunnel prefix", "runs"],
                  rows) + [""] + footnotes(used)
 
 
@@ -689,6 +659,7 @@ def t_speed(runs, n):
                    key=_shape_key)
     rows, used = [], []
     for shape, metric in pairs:
+        cells, rs = [], []
         for wl in SPEED_WORKLOADS:
             for r in cand:
                 g = _best_qps(r, shape, metric, wl, "gateann_gate")
@@ -705,33 +676,21 @@ def t_speed(runs, n):
                     ratio = f"{g[0] / v[0]:.2f}"
                 elif g[0] is not None:
                     ratio = "only gateann"
-                rows.append([shape, metric, wl, cell(g), cell(v), ratio, ref(r)])
-                used.append(r)
+                cells.append(f"{cell(g)} / {cell(v)}" + (f" = {ratio}×" if ratio[0].isdigit() else
+                                                        ": only gateann" if ratio != "–" else ""))
+                rs.append(r)
                 break
+            else:
+                cells.append("–")
+        if rs:
+            rows.append([shape, metric] + cells + [refs(rs)])
+            used += rs
     if not rows:
         return not_measured(f"`bench/run.sh shapes --n {n} --L 20,40,100,200 --engines gateann_gate,pgvector`")
-    return table(["shape", "metric", "workload", "gateann QPS (L, recall)",
-                  "pgvector QPS (ef_search, recall)", "ratio", "run"], rows) + [""] + footnotes(used)
-
-
-def t_matrix_builds(runs, n):
-    """Per shape: builds, from the newest default-option run with pgvector."""
-    cand, pairs = _matrix(runs, n)
-    rows = []
-    for shape, metric in pairs:
-        fr = next((r for r in cand if _fact(r, shape, metric)), None)
-        if not fr:
-            continue
-        f = _fact(fr, shape, metric)
-        info = f.get("info", {})
-        br = info.get("build_recall")
-        rows.append([shape, metric, f"{fms(f.get('gateann_build_s'))} / {fms(f.get('hnsw_build_s'))}",
-                     f3(br) if br is not None else "–", info.get("tunnel_neighbors", "–"), ref(fr)])
-    if not rows:
-        return not_measured(f"`bench/run.sh shapes --n {n}`")
-    # the runs are those of the recall table above it (footnotes there)
-    return table(["shape", "metric", "build s: gateann / HNSW", "build_recall",
-                  "tunnel prefix", "run"], rows)
+    return (table(["shape", "metric"] + SPEED_WORKLOADS + ["run"], rows)
+            + ["", "Cells: gateann QPS (L, recall) / pgvector QPS (ef_search, recall) = ratio, at the "
+               "fastest point with recall@10 ≥ 0.95; never: not reached at any value swept."]
+            + [""] + footnotes(used))
 
 
 def t_shapes_1m(runs):
@@ -892,28 +851,34 @@ def t_writes(runs):
 
 
 def t_writes_recall(runs):
+    """Recall after the churn and after re-inserting: a row per run and
+    workload, a cell per L."""
     rows, used = [], []
-    for r in _newest_writes(runs):
+    cand = list(_newest_writes(runs))
+    Ls = sorted({x["L"] for r in cand for x in r.get("recall", {}).get("churned", [])})
+    for r in cand:
         rc = r.get("recall", {})
 
         def get(key, wl, L):
             return next((x["recall"] for x in rc.get(key, []) if x["workload"] == wl and x["L"] == L), None)
-        pts = sorted({(x["workload"], x["L"]) for x in rc.get("churned", [])},
-                     key=lambda k: (k[0] != "unfiltered", k[0], k[1]))
-        for wl, L in pts:
-            c, f = get("churned", wl, L), get("fresh", wl, L)
-            cr, fr = get("churned_reinsert", wl, L), get("fresh_reinsert", wl, L)
 
-            def pair(a, b):
-                if a is None or b is None:
-                    return "–"
-                return f"{a:.3f} / {b:.3f} ({a - b:+.3f})"
-            rows.append([rows_label(r.get("n")), wl, L, pair(c, f), pair(cr, fr), ref(r)])
+        def pair(a, b):
+            if a is None or b is None:
+                return "–"
+            return f"{a:.3f} / {b:.3f} ({a - b:+.3f})"
+        wls = sorted({x["workload"] for x in rc.get("churned", [])},
+                     key=lambda w: (w != "unfiltered", w))
+        for wl in wls:
+            rows.append([rows_label(r.get("n")), wl]
+                        + [f"{pair(get('churned', wl, L), get('fresh', wl, L))}; "
+                           f"{pair(get('churned_reinsert', wl, L), get('fresh_reinsert', wl, L))}"
+                           for L in Ls] + [ref(r)])
         used.append(r)
     if not rows:
         return not_measured("`bench/run.sh writes`")
-    return table(["rows", "workload", "L", "after churn / fresh build (difference)",
-                  "after re-inserting / REINDEX (difference)", "run"], rows)
+    return (table(["rows", "workload"] + [f"L = {L}" for L in Ls] + ["run"], rows)
+            + ["", "Cells: recall after the churn / a fresh build (difference); after "
+               "re-inserting / REINDEX (difference)."])
 
 
 def t_mix(runs):
@@ -1041,55 +1006,24 @@ def memory_table(r):
              f"in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
              f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
              "random 8 KiB blocks/s at queue depth 1 (O_DIRECT); the kernel's page cache is "
-             "emptied before each point.", ""]
+             "emptied before each point. Cells: recall@10 / device reads per query, first pass → "
+             "second pass (the same queries again) / ms per query (second pass) / QPS with 1 / 2 "
+             "clients (looping over the same queries).", ""]
             + table(["record cache", "workload"] + [f"L = {L}" for L in Ls], rows)
-            + ["", "Cells: recall@10 / device reads per query, first pass → second pass (the "
-               "same queries again) / ms per query (second pass) / QPS with 1 / 2 clients "
-               "(looping over the same queries).", ""]
-            + footnotes([r]))
-
-
-def t_pgvector(runs):
-    """The pgvector preset (QPS beside pgvector HNSW, 100K): newest run only."""
-    cand = of_kind(runs, "pgvector")
-    if not cand:
-        return not_measured("`bench/run.sh pgvector` (QPS beside pgvector HNSW at 100K); "
-                            "curate it with `python3 bench/results_page.py --curate`")
-    r = cand[0]
-    Ls = sorted({p["L"] for p in r["points"] if p.get("L")})
-    rows = []
-    for wl in dict.fromkeys(p["workload"] for p in r["points"]):
-        for eng in ("gateann", "pgvector"):
-            cells = []
-            for L in Ls:
-                p = next((p for p in r["points"] if p["workload"] == wl and p["engine"] == eng
-                          and p.get("L") == L and "extra" not in p
-                          and p.get("mode") in (None, "gate")), None)
-                cells.append("–" if not p else f"{f3(p.get('recall'))} / {fint(p.get('qps1'))} / "
-                                               f"{fint(p.get('qps2'))}")
-            if any(c != "–" for c in cells):
-                rows.append([wl, eng] + cells)
-    return (table(["workload", "engine"] + [f"L / ef_search = {L}" for L in Ls], rows)
-            + ["", "Cells: recall@10 / QPS 1 client / QPS 2 clients.  (`gateann_vector`, the same "
-               "index on pgvector's `vector` column, is in the run's summary.)", ""]
-            + footnotes([r]))
+            + [""] + footnotes([r]))
 
 
 TABLES = {
     "build": t_build,
-    "quick": t_quick,
     "filter_1m": t_filter,
     "shapes_1m": t_shapes_1m,
     "build_1m": t_build_1m,
     "matrix_100k": lambda runs: t_matrix(runs, 100000),
-    "matrix_100k_builds": lambda runs: t_matrix_builds(runs, 100000),
     "speed_100k": lambda runs: t_speed(runs, 100000),
-    "degree": t_degree,
     "writes": t_writes,
     "writes_recall": t_writes_recall,
     "mix": t_mix,
     "fuzz": t_fuzz,
-    "pgvector": t_pgvector,
     "eviction": t_eviction,
     "memory": t_memory,
     "memory_modes": t_memory_modes,

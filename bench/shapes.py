@@ -344,8 +344,11 @@ def engine_settings(conn, engine: str, L: int) -> None:
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET enable_bitmapscan = off")
     if engine.startswith("gateann"):
+        # gateann_walk: a memory walk reading the best 20, then 40, ... (gate mode)
+        walk = engine == "gateann_walk"
         conn.execute(f"SET gateann.search_list_size = {L}")
-        conn.execute(f"SET gateann.filter_mode = '{engine.split('_')[1]}'")
+        conn.execute(f"SET gateann.filter_mode = '{'gate' if walk else engine.split('_')[1]}'")
+        conn.execute(f"SET gateann.read_list_size = {20 if walk else 0}")
     else:
         conn.execute(f"SET hnsw.ef_search = {L}")
         conn.execute("SET hnsw.iterative_scan = relaxed_order")
@@ -446,7 +449,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
                         pt[c] = round(float(np.mean(counters[c])), 1)
                 if "strategy" in counters:
                     pt["prefiltered"] = round(float(np.mean(
-                        [s != "graph" for s in counters["strategy"]])), 3)
+                        [s not in ("graph", "memory walk") for s in counters["strategy"]])), 3)
                 points.append(pt)
                 log(f"  {wl:5} {engine:13} L={L:4}: recall {pt['recall']:.3f} "
                     f"zero {pt['zero']:.3f} {ms:.1f} ms")
