@@ -76,6 +76,17 @@ gateann_prefilter_init(GateannPrefilter *pf)
 	pf->taken = 0;
 }
 
+int64
+gateann_prefilter_count_below(const GateannPrefilter *pf, float dist)
+{
+	int64		n = 0;
+	int64		c;
+
+	for (c = pf->taken; c < pf->ncands; c++)
+		n += pf->cands[c].dist < dist;
+	return n;
+}
+
 float
 gateann_prefilter_next_dist(const GateannPrefilter *pf)
 {

@@ -80,6 +80,9 @@ gateann_prefilter_add(GateannPrefilter *pf, uint32 id, float dist)
 	pf->ncands++;
 }
 
+/* How many candidates not handed out yet are closer than dist */
+extern int64 gateann_prefilter_count_below(const GateannPrefilter *pf, float dist);
+
 /* The smallest PQ distance among the candidates not handed out yet (+inf: none) */
 extern float gateann_prefilter_next_dist(const GateannPrefilter *pf);
 

@@ -51,7 +51,8 @@
  *
  * A memory walk (gateann.read_list_size > 0) crosses every candidate in
  * memory like a tunneled one, pools those that may match, and reads only
- * the best of the pool by PQ distance in batches (read_phase_begin); see
+ * the best of the pool by PQ distance in batches (read_phase_begin), and
+ * walks on from the whole neighbor lists of what it read (memory_walk_feed); see
  * src/README, "Search and streaming".
  *
  * Records are read straight from the index's files.  The file may lag shared
@@ -173,6 +174,10 @@ typedef struct GateannScanOpaqueData
 	int			read_batch;		/* candidates the next batch reads */
 	GateannCandidate *read_list;	/* the frontier while reading */
 	int			read_list_size;
+	float		read_worst;		/* the largest PQ distance read so far */
+	uint32	   *read_nbrs;		/* full neighbor lists of the records read, */
+	int64		read_nbrs_n;	/* ... for the walk (memory_walk_feed) */
+	int64		read_nbrs_size;
 	struct
 	{
 		GateannCandidate *frontier;
@@ -619,7 +624,22 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		}
 	}
 
-	if (!so->prefilter && !so->reading)
+	if (so->reading)
+	{
+		/* a memory walk's read: its whole list goes to the walk (memory_walk_feed) */
+		nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
+		if (so->read_nbrs_n + nn > so->read_nbrs_size)
+		{
+			so->read_nbrs_size = Max(so->read_nbrs_size * 2, so->read_nbrs_n + nn);
+			so->read_nbrs = so->read_nbrs == NULL ?
+				palloc(sizeof(uint32) * so->read_nbrs_size) :
+				repalloc_huge(so->read_nbrs, sizeof(uint32) * so->read_nbrs_size);
+		}
+		memcpy(so->read_nbrs + so->read_nbrs_n, GateannRecordNeighbors(&so->meta, p->record),
+			   sizeof(uint32) * nn);
+		so->read_nbrs_n += nn;
+	}
+	else if (!so->prefilter)
 	{
 		nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
 		memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, p->record), sizeof(uint32) * nn);
@@ -1215,7 +1235,7 @@ prefilter_resume(GateannScanOpaque so)
  * (all undispatched); false when the pool has none left.
  */
 static bool
-read_phase_begin(GateannScanOpaque so)
+read_phase_begin(GateannScanOpaque so, int count)
 {
 	const GateannPrefilterCand *batch;
 	int			n;
@@ -1232,22 +1252,24 @@ read_phase_begin(GateannScanOpaque so)
 		so->walk.window_cut = so->window_cut;
 		so->reading = true;
 	}
-	if (so->read_list_size < so->read_batch)
+	count = Max(count, 1);
+	if (so->read_list_size < count)
 	{
 		so->read_list = so->read_list == NULL ?
-			palloc(sizeof(GateannCandidate) * so->read_batch) :
-			repalloc_huge(so->read_list, sizeof(GateannCandidate) * so->read_batch);
-		so->read_list_size = so->read_batch;
+			palloc(sizeof(GateannCandidate) * count) :
+			repalloc_huge(so->read_list, sizeof(GateannCandidate) * count);
+		so->read_list_size = count;
 	}
 	so->frontier = so->read_list;
-	so->L = so->read_batch;
+	so->L = count;
 	so->fsize = 0;
 	so->first_unexpanded = 0;
 	so->window_matches = 0;
 	so->matches_before = 0;
 	so->window_cut = false;
-	n = gateann_prefilter_take(&so->pf, so->read_batch,
-							   Max(STRICT_FIRST_ROWS, so->read_batch / 10), &batch);
+	n = gateann_prefilter_take(&so->pf, count, Max(STRICT_FIRST_ROWS, count / 10), &batch);
+	if (n > 0)
+		so->read_worst = Max(so->read_worst, batch[n - 1].dist);
 	for (i = 0; i < n; i++)
 	{
 		so->frontier[i].dist = batch[i].dist;
@@ -1283,6 +1305,36 @@ memory_walk_set_exhausted(GateannScanOpaque so)
 		(so->walk_done && so->pf.taken >= so->pf.ncands);
 }
 
+/* Rounds of walking on from the records read that a first round runs at most */
+#ifndef MEMORY_WALK_FEEDS
+#define MEMORY_WALK_FEEDS	4
+#endif
+
+/*
+ * Back to the walk: the neighbors of the records read join its list (PQ
+ * distances; the ones seen before are skipped), and it walks on.  False when
+ * none joined (nothing to walk).
+ */
+static bool
+memory_walk_feed(IndexScanDesc scan)
+{
+	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	int			chunk = Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1) *
+		so->tunnel_batch;
+	int64		off;
+
+	read_phase_end(so);
+	/* (frontier_add_neighbors takes at most a tunnel run's worth at once) */
+	for (off = 0; off < so->read_nbrs_n; off += chunk)
+		frontier_add_neighbors(so, so->read_nbrs + off,
+							   (int) Min((int64) chunk, so->read_nbrs_n - off));
+	so->read_nbrs_n = 0;
+	if (so->first_unexpanded >= so->fsize)
+		return false;
+	search_round(scan);
+	return true;
+}
+
 /*
  * A memory walk's first round: walk with the list, then read the best
  * read_batch candidates it met.
@@ -1291,12 +1343,30 @@ static void
 memory_walk_first_round(IndexScanDesc scan)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
+	int			i;
 
 	search_round(scan);
 	if (so->walk_abandoned)
 		return;
-	if (read_phase_begin(so))
+	if (read_phase_begin(so, so->read_batch))
 		search_round(scan);
+	/*
+	 * The records read have whole neighbor lists, where the walk had the
+	 * prefixes: walk on from them, and read what it finds that the first
+	 * batch would have held (closer than the farthest read).  Prefixes
+	 * full of copies of one vector trap a walk that never reads a list.
+	 */
+	for (i = 0; i < MEMORY_WALK_FEEDS && !so->walk_abandoned; i++)
+	{
+		int64		better;
+
+		if (!memory_walk_feed(scan))
+			break;
+		better = gateann_prefilter_count_below(&so->pf, so->read_worst);
+		if (better == 0 || !read_phase_begin(so, (int) Min(better, (int64) so->read_batch)))
+			break;
+		search_round(scan);
+	}
 	memory_walk_set_exhausted(so);
 }
 
@@ -1314,7 +1384,12 @@ memory_walk_next_round(IndexScanDesc scan)
 
 	if (so->budget_spent)
 		return false;
-	read_phase_end(so);
+	/* the lists of the last records read first (as in the first round) */
+	if (memory_walk_feed(scan))
+	{
+		progress = true;
+		pool_next = gateann_prefilter_next_dist(&so->pf);
+	}
 	/* (an empty pool is +inf, and so may be the walk's bound: walk then) */
 	if (!so->walk_done && (isinf(pool_next) || pool_next > walk_resume_bound(so)))
 	{
@@ -1330,7 +1405,7 @@ memory_walk_next_round(IndexScanDesc scan)
 	if (!so->budget_spent)
 	{
 		so->read_batch = (int) Min((int64) so->read_batch * 2, (int64) gateann_max_scan_tuples);
-		if (read_phase_begin(so))
+		if (read_phase_begin(so, so->read_batch))
 		{
 			search_round(scan);
 			progress = true;
@@ -1586,6 +1661,10 @@ search_state_reset(GateannScanOpaque so)
 	so->walk_done = false;
 	so->read_list = NULL;
 	so->read_list_size = 0;
+	so->read_worst = -get_float4_infinity();
+	so->read_nbrs = NULL;
+	so->read_nbrs_n = 0;
+	so->read_nbrs_size = 0;
 	memset(&so->tail, 0, sizeof(so->tail));
 	so->search_done = false;
 }
