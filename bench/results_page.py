@@ -955,7 +955,8 @@ def t_memory(runs):
     """Memory budgets (bench/memory.py): the record cache against the device,
     newest run only; a row per budget and workload, a cell per L."""
     cand = [r for r in of_kind(runs, "memory")
-            if len({p["cache_mb"] for p in r.get("points") or []}) > 1]
+            if len({p["cache_mb"] for p in r.get("points") or []}) > 1
+            and not any(p.get("read_list") for p in r.get("points") or [])]
     if not cand:
         return not_measured("`bench/run.sh memory`")
     return memory_table(cand[0])
@@ -978,7 +979,14 @@ def t_memory_walk(runs):
             if any(p.get("read_list") for p in r.get("points") or [])]
     if not cand:
         return not_measured("`bench/run.sh memory --read-lists 0,20`")
-    return memory_table(cand[0])
+    out, seen = [], set()
+    for r in cand:              # the newest run of each shape and size
+        f = r.get("memory") or {}
+        if (f.get("shape"), f.get("n")) in seen:
+            continue
+        seen.add((f.get("shape"), f.get("n")))
+        out += ([""] if out else []) + memory_table(r)
+    return out
 
 
 def memory_table(r):
