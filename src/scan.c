@@ -150,6 +150,7 @@ typedef struct GateannScanOpaqueData
 	uint32	   *rowbuf;			/* neighbor-store rows of a tunnel run or a
 								 * record's list, copied out */
 	GateannCandidate *batch;	/* as many entries: new neighbors, sorted */
+	int			batch_size;		/* ... entries in rowbuf and batch */
 	int			tunnel_batch;	/* gateann.tunnel_batch of this scan */
 	uint32		known_match;	/* a candidate that passed the check, or
 								 * InvalidNodeId */
@@ -162,7 +163,8 @@ typedef struct GateannScanOpaqueData
 	GateannPrefilter pf;
 
 	/*
-	 * A memory walk (memory_walk_round): the graph is walked in memory, every
+	 * A memory walk (memory_walk_first_round, memory_walk_next_round): the
+	 * graph is walked in memory, every
 	 * candidate crossed through the neighbor store; those that may match go
 	 * into pf (the pool), and only the best of them by PQ distance are read,
 	 * in batches (reading).  While a batch is read, the walk's list waits
@@ -1191,6 +1193,31 @@ prefilter_max_copies(GateannScanOpaque so)
 }
 
 /*
+ * The next L candidates of the pool (pre-filtered, or a memory walk's),
+ * best PQ distance first, become the frontier, all undispatched; returns
+ * how many there were.
+ */
+static int
+frontier_from_pool(GateannScanOpaque so)
+{
+	const GateannPrefilterCand *batch;
+	int			n;
+	int			i;
+
+	n = gateann_prefilter_take(&so->pf, so->L, prefilter_max_copies(so), &batch);
+	for (i = 0; i < n; i++)
+	{
+		so->frontier[i].dist = batch[i].dist;
+		so->frontier[i].id = batch[i].id;
+		so->frontier[i].expanded = 0;
+		so->frontier[i].may_match = 1;	/* (each passed the in-memory check) */
+	}
+	so->fsize = n;
+	so->first_unexpanded = 0;
+	return n;
+}
+
+/*
  * Pre-filtering: the next L pre-filtered candidates, best PQ distance
  * first, become the frontier (already in order, all undispatched); false
  * when none are left.
@@ -1198,24 +1225,11 @@ prefilter_max_copies(GateannScanOpaque so)
 static bool
 prefilter_load(GateannScanOpaque so)
 {
-	const GateannPrefilterCand *batch;
-	int			n;
-	int			i;
-
-	n = gateann_prefilter_take(&so->pf, so->L, prefilter_max_copies(so), &batch);
-	if (n == 0)
+	if (frontier_from_pool(so) == 0)
 	{
 		so->exhausted = true;
 		return false;
 	}
-	for (i = 0; i < n; i++)
-	{
-		so->frontier[i].dist = batch[i].dist;
-		so->frontier[i].id = batch[i].id;
-		so->frontier[i].expanded = 0;
-	}
-	so->fsize = n;
-	so->first_unexpanded = 0;
 	return true;
 }
 
@@ -1237,9 +1251,7 @@ prefilter_resume(GateannScanOpaque so)
 static bool
 read_phase_begin(GateannScanOpaque so, int count)
 {
-	const GateannPrefilterCand *batch;
 	int			n;
-	int			i;
 
 	if (!so->reading)
 	{
@@ -1262,22 +1274,12 @@ read_phase_begin(GateannScanOpaque so, int count)
 	}
 	so->frontier = so->read_list;
 	so->L = count;
-	so->fsize = 0;
-	so->first_unexpanded = 0;
 	so->window_matches = 0;
 	so->matches_before = 0;
 	so->window_cut = false;
-	n = gateann_prefilter_take(&so->pf, count, Max(STRICT_FIRST_ROWS, count / 10), &batch);
+	n = frontier_from_pool(so);
 	if (n > 0)
-		so->read_worst = Max(so->read_worst, batch[n - 1].dist);
-	for (i = 0; i < n; i++)
-	{
-		so->frontier[i].dist = batch[i].dist;
-		so->frontier[i].id = batch[i].id;
-		so->frontier[i].expanded = 0;
-		so->frontier[i].may_match = 1;
-	}
-	so->fsize = n;
+		so->read_worst = Max(so->read_worst, so->frontier[n - 1].dist);
 	return n > 0;
 }
 
@@ -1319,15 +1321,13 @@ static bool
 memory_walk_feed(IndexScanDesc scan)
 {
 	GateannScanOpaque so = (GateannScanOpaque) scan->opaque;
-	int			chunk = Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1) *
-		so->tunnel_batch;
 	int64		off;
 
 	read_phase_end(so);
-	/* (frontier_add_neighbors takes at most a tunnel run's worth at once) */
-	for (off = 0; off < so->read_nbrs_n; off += chunk)
+	/* (frontier_add_neighbors takes at most batch_size at once) */
+	for (off = 0; off < so->read_nbrs_n; off += so->batch_size)
 		frontier_add_neighbors(so, so->read_nbrs + off,
-							   (int) Min((int64) chunk, so->read_nbrs_n - off));
+							   (int) Min((int64) so->batch_size, so->read_nbrs_n - off));
 	so->read_nbrs_n = 0;
 	if (so->first_unexpanded >= so->fsize)
 		return false;
@@ -1869,8 +1869,9 @@ search_graph(IndexScanDesc scan)
 	maxrow = Max(Max(so->store->tunnel_neighbors, so->meta.max_neighbors), 1);
 	so->tunnel_batch = gateann_tunnel_batch;
 	so->known_match = InvalidNodeId;
-	so->rowbuf = palloc(sizeof(uint32) * maxrow * so->tunnel_batch);
-	so->batch = palloc(sizeof(GateannCandidate) * maxrow * so->tunnel_batch);
+	so->batch_size = maxrow * so->tunnel_batch;
+	so->rowbuf = palloc(sizeof(uint32) * so->batch_size);
+	so->batch = palloc(sizeof(GateannCandidate) * so->batch_size);
 
 	/* a gate walk's list counts the candidates that may match (first_list_size) */
 	if (so->filtering && so->filter_mode == GATEANN_FILTER_MODE_GATE &&
