@@ -1308,9 +1308,7 @@ memory_walk_set_exhausted(GateannScanOpaque so)
 }
 
 /* Rounds of walking on from the records read that a first round runs at most */
-#ifndef MEMORY_WALK_FEEDS
 #define MEMORY_WALK_FEEDS	4
-#endif
 
 /*
  * Back to the walk: the neighbors of the records read join its list (PQ
