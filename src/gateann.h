@@ -261,6 +261,19 @@ typedef struct GateannMetaPageData
 	 */
 	float4		build_recall;
 	int32		build_recall_list;
+
+	/*
+	 * Reachability (vacuum.c): reach_changes counts the changes that may
+	 * have taken a live node's last way in -- slots VACUUM freed, nodes
+	 * inserts published (their reverse-edge prunes follow) -- and
+	 * reach_checked is the count a walk began at that then found every live
+	 * node reachable, logged after that walk's links.  While they differ,
+	 * VACUUM walks even over a store it must load first: a crash can keep a
+	 * change and lose the links that followed it.  (Zero in an index written
+	 * before these fields: nothing due.)
+	 */
+	uint64		reach_changes;
+	uint64		reach_checked;
 } GateannMetaPageData;
 
 typedef GateannMetaPageData *GateannMetaPage;

@@ -366,24 +366,12 @@ write_record_pages(InsertState *is, GateannRecordLoc loc, Buffer *bufs, const bo
 		GateannMetaPageData *m = GateannPageGetMeta(mpage);
 
 		if (reused)
-		{
-			m->nfree--;
-			m->free_cursor = id + 1;
-			m->reuse_log[m->reuse_count % GATEANN_REUSE_LOG] = id;
-			m->reuse_count++;
-		}
+			gateann_meta_take_slot(m, id);
 		else
-		{
-			m->nnodes = id + 1;
-			m->node_pages = Max(m->node_pages,
-								loc.block + meta->pages_per_record - m->node_start);
-		}
+			gateann_meta_append_node(m, id,
+									 loc.block + meta->pages_per_record - m->node_start);
 		if (is->become_entry)
-		{
-			m->entry_point = id;
-			if (m->nentries > 0)
-				m->entries[0] = id;
-		}
+			gateann_meta_set_entry_point(m, id);
 		if (!is->tail)
 		{
 			m->pq_coded++;

@@ -14,7 +14,8 @@
  *   insert      in the same GenericXLog record as the record pages it writes
  *               (insert.c)
  *
- * The last two reach the contents through GateannPageGetMeta.
+ * The last two reach the contents through GateannPageGetMeta and change
+ * them with the gateann_meta_* mutators below, which keep its rules.
  *
  * Every writer holds the metapage's buffer lock exclusively while it
  * changes the page; readers copy it under a share lock.  Which fields a
@@ -124,6 +125,10 @@ gateann_meta_problem(const GateannMetaPageData *m, Relation index)
 	if (m->nnodes > GATEANN_MAX_NODES || (uint64) m->ndeleted + m->nfree > m->nnodes)
 		return psprintf("counts %u nodes, %u deleted and %u free", m->nnodes, m->ndeleted,
 						m->nfree);
+	if (m->reach_checked > m->reach_changes)
+		return psprintf("says a walk checked %llu changes of %llu",
+						(unsigned long long) m->reach_checked,
+						(unsigned long long) m->reach_changes);
 	/* (an index that has seen no vector yet holds only tail records) */
 	if (m->dims == 0 && (m->entry_point != InvalidNodeId || m->nentries > 0))
 		return psprintf("gives an entry point to an index of no dimensions");
@@ -278,4 +283,64 @@ gateann_meta_update_finish(GateannMetaUpdate *u)
 {
 	GenericXLogFinish(u->state);
 	UnlockReleaseBuffer(u->buf);
+}
+
+void
+gateann_meta_set_entry_point(GateannMetaPageData *m, uint32 id)
+{
+	m->entry_point = id;
+	if (m->nentries > 0)
+		m->entries[0] = id;
+	Assert(m->nentries == 0 || m->entries[0] == m->entry_point);
+}
+
+void
+gateann_meta_free_slot(GateannMetaPageData *m, uint32 id)
+{
+	Assert(id < m->nnodes);
+	if (m->ndeleted > 0)
+		m->ndeleted--;
+	if (m->nfree == 0 || id < m->free_cursor)
+		m->free_cursor = id;
+	m->nfree++;
+	/* the repaired lists may no longer lead to what lay behind the slot */
+	m->reach_changes++;
+}
+
+void
+gateann_meta_take_slot(GateannMetaPageData *m, uint32 id)
+{
+	Assert(m->nfree > 0 && id < m->nnodes);
+	m->nfree--;
+	m->free_cursor = id + 1;
+	m->reuse_log[m->reuse_count % GATEANN_REUSE_LOG] = id;
+	m->reuse_count++;
+	m->reach_changes++;
+}
+
+void
+gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNumber node_pages)
+{
+	Assert(id == m->nnodes);
+	m->nnodes = id + 1;
+	m->node_pages = Max(m->node_pages, node_pages);
+	m->reach_changes++;
+}
+
+void
+gateann_meta_set_reach_checked(Relation index, uint64 changes)
+{
+	GateannMetaUpdate u;
+	GateannMetaPageData now;
+	GateannMetaPageData *m;
+
+	/* (nothing to log when no change came before the walk, the usual VACUUM) */
+	gateann_read_meta_unchecked(index, &now);
+	if (now.reach_checked >= changes)
+		return;
+	m = gateann_meta_update_begin(index, &u, false);
+	/* (another VACUUM cannot run meanwhile; a later walk's count stays) */
+	if (m->reach_checked < changes)
+		m->reach_checked = changes;
+	gateann_meta_update_finish(&u);
 }

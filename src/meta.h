@@ -74,4 +74,30 @@ extern GateannMetaPageData *gateann_meta_update_begin(Relation index, GateannMet
 													  bool full_image);
 extern void gateann_meta_update_finish(GateannMetaUpdate *u);
 
+/*
+ * The changes writers make to the metapage contents m (a locked buffer's
+ * GenericXLog copy, in the record that writes the pages they concern).
+ * Each keeps the metapage's rules in one place: entries[0] is entry_point;
+ * freeing and taking a slot keep the free counts and cursor; every change
+ * that can take a node's last way in counts in reach_changes.
+ */
+extern void gateann_meta_set_entry_point(GateannMetaPageData *m, uint32 id);
+extern void gateann_meta_free_slot(GateannMetaPageData *m, uint32 id);
+extern void gateann_meta_take_slot(GateannMetaPageData *m, uint32 id);
+extern void gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNumber node_pages);
+
+/* Is a reachability walk due though nothing is deleted (gateann.h, reach_changes)? */
+static inline bool
+gateann_meta_reach_walk_due(const GateannMetaPageData *m)
+{
+	return m->reach_changes != m->reach_checked;
+}
+
+/*
+ * A walk that began when reach_changes was `changes` found every live node
+ * reachable (after the links it logged): record it, in a record of its own
+ * that follows theirs.
+ */
+extern void gateann_meta_set_reach_checked(Relation index, uint64 changes);
+
 #endif							/* GATEANN_META_H */

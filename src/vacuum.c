@@ -506,11 +506,7 @@ replace_entry_point(Consolidation *c)
 	m = gateann_meta_update_begin(c->index, &u, false);
 	/* (an insert may have replaced it meanwhile: then keep that one) */
 	if (m->entry_point == entry)
-	{
-		m->entry_point = best;
-		if (m->nentries > 0)
-			m->entries[0] = best;
-	}
+		gateann_meta_set_entry_point(m, best);
 	meta->entry_point = m->entry_point;
 	gateann_meta_update_finish(&u);
 	return true;
@@ -726,11 +722,7 @@ free_slots(Consolidation *c)
 		{
 			m = GateannPageGetMeta(gateann_record_begin_change(c->index, &ed, metabuf));
 			gateann_record_put_list(meta, &ed, hdr.flags | GATEANN_NODE_FREE, list, 0);
-			if (m->ndeleted > 0)
-				m->ndeleted--;
-			if (m->nfree == 0 || id < m->free_cursor)
-				m->free_cursor = id;
-			m->nfree++;
+			gateann_meta_free_slot(m, id);
 			gateann_store_edit_finish(c->store, &c->meta, &ed);
 			gateann_store_set_free(c->store, id);
 		}
@@ -908,7 +900,7 @@ prefix_has_spare(Consolidation *c, uint32 id, uint32 *row)
 											  c->prefix_indeg, c->map_nodes);
 }
 
-static void
+static bool
 relink_unreachable(Consolidation *c, uint64 since)
 {
 	const GateannMetaPageData *meta = &c->meta;
@@ -917,6 +909,7 @@ relink_unreachable(Consolidation *c, uint64 since)
 	float	   *table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
 	uint32	   *near = palloc(sizeof(uint32) * L);
 	int			pass;
+	bool		all_reached = false;
 
 	r.reached = palloc0(((Size) meta->nnodes + 7) / 8);
 	r.queue = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) meta->nnodes);
@@ -935,7 +928,10 @@ relink_unreachable(Consolidation *c, uint64 since)
 		memset(r.reached, 0, ((Size) meta->nnodes + 7) / 8);
 		if (gateann_store_unreached_by(c->store, meta, gateann_store_row_neighbors, c->store,
 									   r.reached, r.queue, r.row) == 0)
+		{
+			all_reached = true;
 			break;
+		}
 		if (c->prefix_indeg == NULL)
 			c->prefix_indeg = MemoryContextAllocHuge(CurrentMemoryContext,
 													 sizeof(uint32) * (Size) c->map_nodes);
@@ -946,6 +942,9 @@ relink_unreachable(Consolidation *c, uint64 since)
 		{
 			/* nodes the passes keep linking and stranding in turn */
 			relink_checked(c, &r, since, table, L, near);
+			memset(r.reached, 0, ((Size) meta->nnodes + 7) / 8);
+			all_reached = gateann_store_unreached_by(c->store, meta, gateann_store_row_neighbors,
+													 c->store, r.reached, r.queue, r.row) == 0;
 			break;
 		}
 	}
@@ -954,6 +953,7 @@ relink_unreachable(Consolidation *c, uint64 since)
 	pfree(r.reached);
 	pfree(r.queue);
 	pfree(r.row);
+	return all_reached;
 }
 
 /*
@@ -1203,6 +1203,7 @@ static uint32
 consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 {
 	Consolidation c;
+	GateannMetaPageData now;
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	uint32		freed = 0;
@@ -1214,8 +1215,14 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	gateann_read_meta(c.index, &c.meta);
 	if (c.meta.nnodes == 0 || c.meta.dims == 0)
 		return 0;
-	/* nothing deleted: only the reachability walk, and only over loaded stores */
-	if (c.meta.ndeleted == 0)
+	/*
+	 * Nothing deleted: only the reachability walk, over a loaded store, or
+	 * over one loaded for it when a change since the last complete walk may
+	 * have stranded a node (gateann.h, reach_changes: after a crash that
+	 * kept a VACUUM's freed slots but lost the links it made next, no store
+	 * is loaded and nothing is deleted any more).
+	 */
+	if (c.meta.ndeleted == 0 && !gateann_meta_reach_walk_due(&c.meta))
 	{
 		bool		shared;
 		Size		bytes;
@@ -1273,7 +1280,13 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 		gateann_read_meta(c.index, &c.meta);
 		c.store = gateann_store_get(c.index, &c.meta);
 	}
-	relink_unreachable(&c, since);
+	/*
+	 * The changes this walk covers: those counted before it begins, unless
+	 * one of them appended a node beyond the ones it walks.
+	 */
+	gateann_read_meta(c.index, &now);
+	if (relink_unreachable(&c, since) && now.nnodes <= c.meta.nnodes)
+		gateann_meta_set_reach_checked(c.index, now.reach_changes);
 	/* (as in gateann_bulkdelete) */
 	gateann_store_forget_reloaded_since(c.index, since, c.store);
 	*repaired = c.repaired;
