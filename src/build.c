@@ -232,9 +232,12 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	if (bs->dims == 0)
 	{
 		bs->dims = dims;
-		/* graph arrays + visit stamps per node; the search scratch is fixed */
+		/*
+		 * graph arrays, visit stamps and the 8-bit copy per node; the search
+		 * scratch is fixed
+		 */
 		bs->per_node_graph_bytes = gateann_graph_array_bytes(1, bs->max_neighbors) +
-			sizeof(uint32);
+			sizeof(uint32) + dims;
 		bs->pq_m = Min(bs->pq_option > 0 ? bs->pq_option :
 					   gateann_pq_default_subspaces(dims), dims);
 	}

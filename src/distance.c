@@ -183,6 +183,99 @@ gateann_pq_ip_table_scalar(const float *centroids, const float *x, int w,
 		out[c] = -gateann_dot_scalar(centroids + (size_t) c * w, x, w);
 }
 
+/* ----------------------------------------------------------------
+ * Kernels written once: one body in GCC/Clang vector extensions that each
+ * instruction set's variant compiles for its own registers (one 512-bit
+ * register, two 256-bit ones, or four 128-bit ones for the baseline).  Only
+ * the widening of bytes to floats is per set: compilers convert a byte
+ * vector one lane at a time.
+ * ----------------------------------------------------------------
+ */
+typedef float vec16f __attribute__((vector_size(64)));
+
+#define DEFINE_L2SQ_SQ8(name, attrs, widen16) \
+attrs float \
+name(const float *qt, const uint8_t *code, const float *step, int dims) \
+{ \
+	vec16f		acc0 = {0}, \
+				acc1 = {0}; \
+	float		sum = 0.0f; \
+	int			i = 0; \
+	int			l; \
+ \
+	/* two sums: one waits on the other's previous add otherwise */ \
+	for (; i + 32 <= dims; i += 32) \
+	{ \
+		vec16f		c0, \
+					c1; \
+ \
+		widen16(code + i, &c0); \
+		widen16(code + i + 16, &c1); \
+		c0 = load16f(qt + i) - load16f(step + i) * c0; \
+		c1 = load16f(qt + i + 16) - load16f(step + i + 16) * c1; \
+		acc0 += c0 * c0; \
+		acc1 += c1 * c1; \
+	} \
+	for (; i + 16 <= dims; i += 16) \
+	{ \
+		vec16f		c; \
+ \
+		widen16(code + i, &c); \
+		c = load16f(qt + i) - load16f(step + i) * c; \
+		acc0 += c * c; \
+	} \
+	acc0 += acc1; \
+	for (l = 0; l < 16; l++) \
+		sum += acc0[l]; \
+	for (; i < dims; i++) \
+	{ \
+		float		diff = qt[i] - step[i] * code[i]; \
+ \
+		sum += diff * diff; \
+	} \
+	return sum; \
+}
+
+/* (memcpy: the arrays need not be aligned to the vector size) */
+#define load16f(p) \
+	({ vec16f v_; memcpy(&v_, (p), sizeof(v_)); v_; })
+
+/* (results through a pointer: a 64-byte vector returned changes the ABI) */
+static inline void
+widen16_scalar(const uint8_t *p, vec16f *out)
+{
+	int			l;
+
+	for (l = 0; l < 16; l++)
+		(*out)[l] = p[l];
+}
+
+DEFINE_L2SQ_SQ8(gateann_l2sq_sq8_scalar, , widen16_scalar)
+
+#ifdef GATEANN_X86
+static inline __attribute__((target("avx2,fma"), always_inline)) void
+widen16_avx2(const uint8_t *p, vec16f *out)
+{
+	__m128i		b = _mm_loadu_si128((const __m128i *) p);
+	__m256		lo = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
+	__m256		hi = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));
+
+	memcpy(out, &lo, sizeof(lo));
+	memcpy((char *) out + sizeof(lo), &hi, sizeof(hi));
+}
+
+static inline __attribute__((target("avx512f,avx2,fma"), always_inline)) void
+widen16_avx512(const uint8_t *p, vec16f *out)
+{
+	__m512		f = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) p)));
+
+	memcpy(out, &f, sizeof(f));
+}
+
+DEFINE_L2SQ_SQ8(l2sq_sq8_avx2, __attribute__((target("avx2,fma"))) static, widen16_avx2)
+DEFINE_L2SQ_SQ8(l2sq_sq8_avx512, __attribute__((target("avx512f,avx2,fma"))) static, widen16_avx512)
+#endif
+
 #ifdef GATEANN_X86
 
 /* ----------------------------------------------------------------
@@ -892,6 +985,8 @@ void		(*gateann_pq_l2_table) (const float *centroids, const float *x, int w,
 									float *out) = gateann_pq_l2_table_scalar;
 void		(*gateann_pq_ip_table) (const float *centroids, const float *x, int w,
 									float *out) = gateann_pq_ip_table_scalar;
+float		(*gateann_l2sq_sq8) (const float *qt, const uint8_t *code, const float *step,
+								 int dims) = gateann_l2sq_sq8_scalar;
 
 static const char *gateann_impl_name = "scalar";
 
@@ -906,6 +1001,7 @@ gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
 		out->pq_nearest = gateann_pq_nearest_scalar;
 		out->pq_l2_table = gateann_pq_l2_table_scalar;
 		out->pq_ip_table = gateann_pq_ip_table_scalar;
+		out->l2sq_sq8 = gateann_l2sq_sq8_scalar;
 		return 1;
 	}
 #ifdef GATEANN_X86
@@ -919,6 +1015,7 @@ gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
 		out->pq_nearest = pq_nearest_avx512;
 		out->pq_l2_table = pq_l2_table_avx512;
 		out->pq_ip_table = pq_ip_table_avx512;
+		out->l2sq_sq8 = l2sq_sq8_avx512;
 		return 1;
 	}
 	if (strcmp(impl, "avx2") == 0 &&
@@ -930,6 +1027,7 @@ gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
 		out->pq_nearest = pq_nearest_avx2;
 		out->pq_l2_table = pq_l2_table_avx2;
 		out->pq_ip_table = pq_ip_table_avx2;
+		out->l2sq_sq8 = l2sq_sq8_avx2;
 		return 1;
 	}
 	/* benchmark-only variant: ADC with 16-lane AVX-512 gathers */
@@ -965,6 +1063,7 @@ gateann_distance_init(void)
 	gateann_pq_nearest = k.pq_nearest;
 	gateann_pq_l2_table = k.pq_l2_table;
 	gateann_pq_ip_table = k.pq_ip_table;
+	gateann_l2sq_sq8 = k.l2sq_sq8;
 	gateann_impl_name = impl;
 }
 

@@ -45,6 +45,14 @@ extern void (*gateann_pq_ip_table) (const float *centroids, const float *x, int 
 									float *out);
 
 /*
+ * Squared Euclidean distance from a vector to an 8-bit scalar code (a build's
+ * copy of the vectors, graph.h): sum((qt[i] - step[i] * code[i])^2), where qt
+ * is the vector less the code's low values (q[i] - low[i]).
+ */
+extern float (*gateann_l2sq_sq8) (const float *qt, const uint8_t *code,
+								  const float *step, int dims);
+
+/*
  * Pick the best implementation for the running CPU.  Idempotent; must be
  * called before the function pointers above are used (they start out pointing
  * at the scalar versions, so calling them early is safe, just slower).
@@ -58,6 +66,8 @@ extern const char *gateann_distance_impl(void);
 
 /* Scalar reference kernels, always available (tests compare against them). */
 extern float gateann_l2sq_scalar(const float *a, const float *b, int dims);
+extern float gateann_l2sq_sq8_scalar(const float *qt, const uint8_t *code,
+									 const float *step, int dims);
 extern float gateann_dot_scalar(const float *a, const float *b, int dims);
 extern float gateann_pq_adc_scalar(const float *table, const uint8_t *code, int m);
 extern int	gateann_pq_nearest_scalar(const float *centroids, const float *x, int w,
@@ -82,6 +92,8 @@ typedef struct GateannDistanceKernels
 								float *out);
 	void		(*pq_ip_table) (const float *centroids, const float *x, int w,
 								float *out);
+	float		(*l2sq_sq8) (const float *qt, const uint8_t *code, const float *step,
+							 int dims);
 } GateannDistanceKernels;
 
 /*

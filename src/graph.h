@@ -14,6 +14,15 @@ typedef struct GateannGraph
 	int			dims;
 	uint32		n;
 	const float *vectors;		/* n * dims */
+
+	/*
+	 * An 8-bit copy of the vectors (gateann_graph_quantize) that the build's
+	 * searches rank candidates by; prunes and probes use the vectors.  NULL
+	 * codes: every distance exact.
+	 */
+	const uint8 *sq_codes;		/* n * dims */
+	const float *sq_low;		/* dims: the value code 0 stands for */
+	const float *sq_step;		/* dims: the value of one code step */
 	int			R;				/* final max degree */
 	int			capacity;		/* slots per node while building (> R: slack) */
 	uint32	   *adj;			/* n * capacity */
@@ -49,6 +58,16 @@ extern Size gateann_graph_array_bytes(uint32 n, int R);
  * ids, invalid ones and the medoid skipped).
  */
 extern void gateann_graph_init(GateannGraph *graph, const uint32 *entries, int nentries);
+
+/* Bytes of the 8-bit copy of n vectors (codes, low values and steps). */
+extern Size gateann_graph_sq_bytes(uint32 n, int dims);
+
+/*
+ * Fill codes (n * dims), low and step (dims each) with an 8-bit copy of
+ * graph->vectors, one code step per dimension spanning its range, and point
+ * the graph at them.
+ */
+extern void gateann_graph_quantize(GateannGraph *graph, uint8 *codes, float *low, float *step);
 
 /* Per-process search scratch (palloc'd in the current context). */
 extern GateannGraphScratch *gateann_graph_scratch_create(const GateannGraph *graph, int L);

@@ -1,8 +1,9 @@
 /*
  * parallel.c — parallel Vamana construction.
  *
- * The leader copies the vectors into a dynamic shared memory segment next
- * to the adjacency arrays and one spinlock per node, then runs each of the
+ * The leader copies the vectors, and writes their 8-bit copy (graph.h), into
+ * a dynamic shared memory segment next to the adjacency arrays and one
+ * spinlock per node, then runs each of the
  * two passes with its workers: every participant claims chunks of the
  * shared visiting order from an atomic counter and runs the same
  * gateann_graph_visit() the serial build uses.  Between passes the workers
@@ -41,6 +42,9 @@ typedef struct GraphShared
 
 	/* array offsets from the start of this struct */
 	Size		vectors_off;
+	Size		sq_codes_off;	/* n * dims */
+	Size		sq_low_off;		/* dims */
+	Size		sq_step_off;	/* dims */
 	Size		adj_off;
 	Size		degree_off;
 	Size		order_off;
@@ -60,6 +64,12 @@ layout_shared(GraphShared *sh, const GateannGraph *g)
 
 	sh->vectors_off = off;
 	off += BUFFERALIGN((Size) g->n * g->dims * sizeof(float));
+	sh->sq_codes_off = off;
+	off += BUFFERALIGN((Size) g->n * g->dims);
+	sh->sq_low_off = off;
+	off += BUFFERALIGN(sizeof(float) * g->dims);
+	sh->sq_step_off = off;
+	off += BUFFERALIGN(sizeof(float) * g->dims);
 	sh->adj_off = off;
 	off += BUFFERALIGN((Size) g->n * cap * sizeof(uint32));
 	sh->degree_off = off;
@@ -92,6 +102,9 @@ attach_graph(GraphShared *sh, GateannGraph *g)
 	g->R = sh->R;
 	g->capacity = gateann_graph_capacity(sh->R);
 	g->vectors = (const float *) (base + sh->vectors_off);
+	g->sq_codes = (const uint8 *) (base + sh->sq_codes_off);
+	g->sq_low = (const float *) (base + sh->sq_low_off);
+	g->sq_step = (const float *) (base + sh->sq_step_off);
 	g->adj = (uint32 *) (base + sh->adj_off);
 	g->degree = (uint16 *) (base + sh->degree_off);
 	g->order = (uint32 *) (base + sh->order_off);
@@ -176,6 +189,9 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 	memcpy((char *) sh + sh->vectors_off, graph->vectors,
 		   (Size) graph->n * graph->dims * sizeof(float));
 	attach_graph(sh, &g);
+	gateann_graph_quantize(&g, (uint8 *) sh + sh->sq_codes_off,
+						   (float *) ((char *) sh + sh->sq_low_off),
+						   (float *) ((char *) sh + sh->sq_step_off));
 	gateann_graph_init(&g, entries, nentries);
 	sh->medoid = g.medoid;
 	sh->nentries = g.nentries;

@@ -56,6 +56,61 @@ close_enough(double got, double ref, double abssum, int n)
 
 static const int big_dims[] = {1000, 1024, 4099, 16000};
 
+/*
+ * The 8-bit code kernel: sum((qt - step * code)^2) against a double
+ * reference, over dimensions around the 16-wide body's edges and unaligned
+ * arrays; a code equal to the vector gives (about) zero.
+ */
+static void
+test_sq8_kernel(const GateannDistanceKernels *k)
+{
+	TestRng		r = {4242};
+	float	   *qt = malloc(sizeof(float) * 1001);
+	float	   *step = malloc(sizeof(float) * 1001);
+	uint8_t    *code = malloc(1001);
+	int			dims,
+				off,
+				i;
+
+	for (off = 0; off < 2; off++)
+		for (dims = 1; dims <= 1000; dims += (dims < 70 ? 1 : 37))
+		{
+			double		ref = 0.0,
+						abssum;
+			float		got;
+
+			trng_fill(&r, qt, dims + 1, 300.0f);
+			trng_fill(&r, step, dims + 1, 2.0f);
+			for (i = 0; i < dims + 1; i++)
+			{
+				code[i] = (uint8_t) (trng_next(&r) & 0xff);
+				step[i] = fabsf(step[i]);
+			}
+			for (i = 0; i < dims; i++)
+			{
+				double		d = (double) qt[off + i] - (double) step[off + i] * code[off + i];
+
+				ref += d * d;
+			}
+			abssum = ref;
+			got = k->l2sq_sq8(qt + off, code + off, step + off, dims);
+			CHECK(close_enough(got, ref, abssum, dims),
+				  "dims %d: got %.9g ref %.9g", dims, got, ref);
+			abssum = 0.0;
+			for (i = 0; i < dims + 1; i++)
+			{
+				qt[i] = step[i] * code[i];
+				abssum += (double) qt[i] * qt[i];
+			}
+			/* zero but for the rounding of step * code (exact under FMA) */
+			got = k->l2sq_sq8(qt + off, code + off, step + off, dims);
+			CHECK(got <= 1e-12 * abssum, "dims %d: a code equal to its vector: %.9g", dims, got);
+		}
+	free(qt);
+	free(step);
+	free(code);
+}
+
 static void
 test_vec_kernel(const GateannDistanceKernels *k, int is_dot)
 {
@@ -262,6 +317,8 @@ run_distance_tests(void)
 		RUN_CASE(name, test_vec_kernel(&k, 0));
 		snprintf(name, sizeof(name), "%s dot vs reference, dims 1..300 + large", impls[i]);
 		RUN_CASE(name, test_vec_kernel(&k, 1));
+		snprintf(name, sizeof(name), "%s l2sq_sq8 vs reference, dims 1..1000", impls[i]);
+		RUN_CASE(name, test_sq8_kernel(&k));
 		snprintf(name, sizeof(name), "%s pq_adc vs reference, m 1..1024", impls[i]);
 		RUN_CASE(name, test_adc(&k));
 		snprintf(name, sizeof(name), "%s pq_nearest / l2_table / ip_table", impls[i]);
