@@ -9,9 +9,9 @@
  * the node from the entry points nearest it (ranking candidates by an 8-bit
  * copy of the vectors: GRAPH_SQ_LEVELS), robust-prunes the expanded set
  * (exact distances) into its out-neighbors (a saturating schedule:
- * robust_prune) and adds the reverse edges, pruning a neighbor's list only once it outgrows a slack
- * capacity (as DiskANN's GRAPH_SLACK_FACTOR does) so the quadratic prune is
- * amortised.  Finally every list is ordered for tunneling and every node
+ * robust_prune) and adds the reverse edges, pruning a neighbor's list only
+ * once it outgrows a slack capacity (as DiskANN's GRAPH_SLACK_FACTOR does)
+ * so the quadratic prune is amortised.  Finally every list is ordered for tunneling and every node
  * made reachable from the entry points (gateann_graph_connect).
  *
  * Why entry points: from the medoid alone, a search for a node of one of 50
@@ -116,12 +116,6 @@ search_row(const GateannGraph *g, const GateannGraphScratch *s, uint32 id, Size 
 	return g->vectors + (Size) id * g->dims;
 }
 
-Size
-gateann_graph_sq_bytes(uint32 n, int dims)
-{
-	return (Size) n * dims + 2 * sizeof(float) * dims;
-}
-
 void
 gateann_graph_quantize(GateannGraph *g, uint8 *codes, float *low, float *step)
 {
@@ -138,6 +132,8 @@ gateann_graph_quantize(GateannGraph *g, uint8 *codes, float *low, float *step)
 	{
 		const float *v = g->vectors + (Size) i * g->dims;
 
+		if ((i & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
 		for (d = 0; d < g->dims; d++)
 		{
 			low[d] = Min(low[d], v[d]);

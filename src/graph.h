@@ -59,9 +59,6 @@ extern Size gateann_graph_array_bytes(uint32 n, int R);
  */
 extern void gateann_graph_init(GateannGraph *graph, const uint32 *entries, int nentries);
 
-/* Bytes of the 8-bit copy of n vectors (codes, low values and steps). */
-extern Size gateann_graph_sq_bytes(uint32 n, int dims);
-
 /*
  * Fill codes (n * dims), low and step (dims each) with an 8-bit copy of
  * graph->vectors, one code step per dimension spanning its range, and point

@@ -3,12 +3,12 @@
  *
  * The leader copies the vectors, and writes their 8-bit copy (graph.h), into
  * a dynamic shared memory segment next to the adjacency arrays and one
- * spinlock per node, then runs each of the
- * two passes with its workers: every participant claims chunks of the
- * shared visiting order from an atomic counter and runs the same
- * gateann_graph_visit() the serial build uses.  Between passes the workers
- * are relaunched (the second pass must see the whole first-pass graph).
- * Workers only compute: they touch no relation and write no WAL.
+ * spinlock per node, then runs each of the two passes with its workers:
+ * every participant claims chunks of the shared visiting order from an
+ * atomic counter and runs the same gateann_graph_visit() the serial build
+ * uses.  Between passes the workers are relaunched (the second pass must
+ * see the whole first-pass graph).  Workers only compute: they touch no
+ * relation and write no WAL.
  */
 #include "postgres.h"
 

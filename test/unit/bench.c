@@ -79,6 +79,16 @@ bench_impl(const char *impl)
 	printf("%-14s dot   128d hot  %7.2f ns/op\n", impl, t);
 	BEST_NS(t, iters, acc += k.l2sq(a + (size_t) (i & 7) * 768, a + (size_t) 8 * 768, 768));
 	printf("%-14s l2sq  768d hot  %7.2f ns/op\n", impl, t);
+	{
+		/* an 8-bit code of 384 dims against a vector (the build's search) */
+		uint8_t    *c8 = malloc((size_t) NVEC * 384);
+
+		for (i = 0; i < NVEC * 384; i++)
+			c8[i] = (uint8_t) trng_next(&r);
+		BEST_NS(t, iters, acc += k.l2sq_sq8(a, c8 + (size_t) (i & 63) * 384, a + 384, 384));
+		printf("%-14s sq8   384d hot  %7.2f ns/op\n", impl, t);
+		free(c8);
+	}
 
 	table = malloc(sizeof(float) * 96 * 256);
 	codes = malloc((size_t) NVEC * 96);
