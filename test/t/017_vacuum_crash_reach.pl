@@ -66,11 +66,15 @@ ok(defined $freed && $freed > 1000, 'VACUUM freed the slots of the deleted rows'
   or diag($vacuum_messages);
 cmp_ok($relinked // 0, '>', 0, 'VACUUM linked nodes its consolidation had stranded');
 
+# A commit that flushes (its transaction has an id) puts every record of
+# the VACUUM into the WAL files, none of its pages into the index's file.
+$node->safe_psql('postgres', 'CREATE TABLE wal_flushed ()');
+my $stop_lsn = $node->safe_psql('postgres', q{SELECT pg_current_wal_flush_lsn()});
+$node->stop('immediate');
+
 # The records since the checkpoint: the last one that frees a slot logs the
 # metapage and a record's page of the index; what follows it is lost.
 my $waldump = $node->config_data('--bindir') . '/pg_waldump';
-my $stop_lsn = $node->safe_psql('postgres', q{SELECT pg_current_wal_insert_lsn()});
-$node->stop('immediate');
 my ($out, $err) = run_command([ $waldump, '-p', $node->data_dir . '/pg_wal',
 	'-s', $start_lsn, '-e', $stop_lsn ]);
 my @records = split /\n/, $out;
