@@ -357,34 +357,6 @@ heap_pop(MinHeap *h)
 
 static bool node_may_match(GateannScanOpaque so, uint32 id);
 
-/*
- * Copies of one PQ distance a pre-filtered batch reads at most
- * (gateann_prefilter_take): enough for the rows strict_order tests first,
- * and a tenth of a larger batch, so that rounds over a table of copies of
- * one vector grow like any others.
- */
-static inline int
-prefilter_max_copies(GateannScanOpaque so)
-{
-	return Max(STRICT_FIRST_ROWS, so->L / 10);
-}
-
-/*
- * Copies of one PQ distance a walk's list holds at most
- * (frontier_add_neighbors): as many, counted on the list a query asked for
- * (gateann.search_list_size, not a filtered walk's longer list).  Exact
- * copies of a vector have one PQ distance; a list full of a few vectors'
- * copies navigates like a list of a few entries, and misses what is
- * nearer (duplicates_128, groups of 20 copies: recall 0.965 at L = 100,
- * 7 queries of 200 at 0).  The copies beyond are evicted, so that later
- * rounds still read them.
- */
-static inline int
-frontier_max_copies(GateannScanOpaque so)
-{
-	return Max(STRICT_FIRST_ROWS, Min(so->L, Max(gateann_search_list_size, 1)) / 10);
-}
-
 /* A candidate that fell off the frontier, kept for a resumed search */
 static inline void
 evict(GateannScanOpaque so, uint32 id, float dist)
@@ -522,9 +494,7 @@ frontier_add_neighbors(GateannScanOpaque so, uint32 *nbrs, int n)
 	{
 		float		dist = pq_distance(so, nbrs[i]);
 
-		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, dist) ||
-			gateann_candidate_count_at(so->frontier, so->fsize, dist) +
-			gateann_candidate_count_at(batch, nbatch, dist) >= frontier_max_copies(so))
+		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, dist))
 		{
 			evict(so, nbrs[i], dist);
 			continue;
@@ -1210,6 +1180,17 @@ resume_search(GateannScanOpaque so)
 	return true;
 }
 
+/*
+ * Copies of one PQ distance a pre-filtered batch reads at most
+ * (gateann_prefilter_take): enough for the rows strict_order tests first,
+ * and a tenth of a larger batch, so that rounds over a table of copies of
+ * one vector grow like any others.
+ */
+static inline int
+prefilter_max_copies(GateannScanOpaque so)
+{
+	return Max(STRICT_FIRST_ROWS, so->L / 10);
+}
 
 /*
  * The next L candidates of the pool (pre-filtered, or a memory walk's),

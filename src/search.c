@@ -32,31 +32,6 @@ gateann_candidate_insert(GateannCandidate *list, int *size, int L, uint32_t id, 
 	return lo;
 }
 
-/* The first position of the sorted list[0..size) whose distance exceeds (or reaches) dist */
-static int
-candidate_bound(const GateannCandidate *list, int size, float dist, int past_equal)
-{
-	int			lo = 0,
-				hi = size;
-
-	while (lo < hi)
-	{
-		int			mid = (lo + hi) / 2;
-
-		if (list[mid].dist < dist || (past_equal && list[mid].dist == dist))
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-int
-gateann_candidate_count_at(const GateannCandidate *list, int size, float dist)
-{
-	return candidate_bound(list, size, dist, 1) - candidate_bound(list, size, dist, 0);
-}
-
 int
 gateann_candidate_merge(GateannCandidate *list, int *size, int L,
 						const GateannCandidate *batch, int nb, GateannDropFn drop, void *arg)

@@ -78,13 +78,6 @@ typedef struct GateannCandidate
 extern int	gateann_candidate_insert(GateannCandidate *list, int *size, int L,
 									 uint32_t id, float dist);
 
-/*
- * How many entries of the sorted list[0..size) have distance dist exactly:
- * copies of one vector have one PQ code, so one PQ distance (scan.c keeps
- * a list from filling with them).
- */
-extern int	gateann_candidate_count_at(const GateannCandidate *list, int size, float dist);
-
 /* A full list whose last entry is at least as close has no room for dist */
 static inline int
 gateann_candidate_rejects(const GateannCandidate *list, int size, int L, float dist)

@@ -177,31 +177,6 @@ case_candidate_insert(void)
 		  "push-out: %u,%u,%u\n", l[0].id, l[1].id, l[2].id);
 }
 
-/* Entries of one distance: none, one, a run at either end, a missing one between */
-static void
-case_candidate_count_at(void)
-{
-	GateannCandidate l[8];
-	float		d[8] = {1.0f, 1.0f, 1.0f, 2.0f, 3.0f, 3.0f, 5.0f, 5.0f};
-	int			i;
-
-	for (i = 0; i < 8; i++)
-	{
-		l[i].id = (uint32_t) i;
-		l[i].dist = d[i];
-	}
-	CHECK(gateann_candidate_count_at(l, 0, 1.0f) == 0, "empty list\n");
-	CHECK(gateann_candidate_count_at(l, 8, 1.0f) == 3, "run at the start: %d\n",
-		  gateann_candidate_count_at(l, 8, 1.0f));
-	CHECK(gateann_candidate_count_at(l, 8, 2.0f) == 1, "single\n");
-	CHECK(gateann_candidate_count_at(l, 8, 3.0f) == 2, "run in the middle\n");
-	CHECK(gateann_candidate_count_at(l, 8, 4.0f) == 0, "missing\n");
-	CHECK(gateann_candidate_count_at(l, 8, 5.0f) == 2, "run at the end\n");
-	CHECK(gateann_candidate_count_at(l, 7, 5.0f) == 1, "size bounds the count\n");
-	CHECK(gateann_candidate_count_at(l, 8, 0.5f) == 0 && gateann_candidate_count_at(l, 8, 6.0f) == 0,
-		  "outside the range\n");
-}
-
 /* What a merge dropped, in order */
 typedef struct Dropped
 {
@@ -377,7 +352,6 @@ run_search_tests(void)
 	RUN_CASE("search: a prefix with room or a spare entry", case_prefix_has_spare());
 	RUN_CASE("search: breadth-first walk, refused nodes, prefixes", case_reach());
 	RUN_CASE("search: candidate list order, ties, a full list", case_candidate_insert());
-	RUN_CASE("search: entries of one distance", case_candidate_count_at());
 	RUN_CASE("search: a batch merge equals inserting one by one; drops", case_candidate_merge());
 	RUN_CASE("search: best-first walk order, scan point, expansion limit", case_best_first());
 }
