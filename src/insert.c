@@ -373,11 +373,7 @@ write_record_pages(InsertState *is, GateannRecordLoc loc, Buffer *bufs, const bo
 		if (is->become_entry)
 			gateann_meta_set_entry_point(m, id);
 		if (!is->tail)
-		{
-			m->pq_coded++;
-			if (is->poor_code)
-				m->pq_poor++;
-		}
+			gateann_meta_count_code(m, is->poor_code);
 	}
 	GenericXLogFinish(state);
 }

@@ -9,8 +9,9 @@
  *   retraining  gateann_meta_update_begin/finish (retrain.c): the new
  *               codebook's fields, or the first row's layout as a full image
  *   VACUUM      gateann_meta_update_begin/finish (vacuum.c): deleted count,
- *               entry points; a freed slot's counts in the same GenericXLog
- *               record as that record's pages
+ *               entry points, the reachability count a walk covered; a
+ *               freed slot's counts in the same GenericXLog record as that
+ *               record's pages
  *   insert      in the same GenericXLog record as the record pages it writes
  *               (insert.c)
  *
@@ -325,6 +326,49 @@ gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNumber node_pag
 	m->nnodes = id + 1;
 	m->node_pages = Max(m->node_pages, node_pages);
 	m->reach_changes++;
+}
+
+void
+gateann_meta_add_deleted(GateannMetaPageData *m, uint32 n)
+{
+	m->ndeleted += n;
+	Assert((uint64) m->ndeleted + m->nfree <= m->nnodes);
+}
+
+void
+gateann_meta_count_code(GateannMetaPageData *m, bool poor)
+{
+	m->pq_coded++;
+	if (poor)
+		m->pq_poor++;
+}
+
+void
+gateann_meta_set_entries(GateannMetaPageData *m, const uint32 *entries, uint32 n)
+{
+	Assert(n <= GATEANN_MAX_ENTRIES);
+	memmove(m->entries, entries, sizeof(uint32) * n);
+	m->nentries = n;
+	if (n > 0)
+		m->entries[0] = m->entry_point;
+}
+
+bool
+gateann_meta_add_entry(GateannMetaPageData *m, uint32 id)
+{
+	uint32		k;
+
+	if (m->entry_point == InvalidNodeId)
+		return false;
+	if (m->nentries == 0)
+		m->entries[m->nentries++] = m->entry_point;
+	for (k = 0; k < m->nentries; k++)
+		if (m->entries[k] == id)
+			return false;
+	if (m->nentries >= GATEANN_MAX_ENTRIES)
+		return false;
+	m->entries[m->nentries++] = id;
+	return true;
 }
 
 void

@@ -85,6 +85,13 @@ extern void gateann_meta_set_entry_point(GateannMetaPageData *m, uint32 id);
 extern void gateann_meta_free_slot(GateannMetaPageData *m, uint32 id);
 extern void gateann_meta_take_slot(GateannMetaPageData *m, uint32 id);
 extern void gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNumber node_pages);
+extern void gateann_meta_add_deleted(GateannMetaPageData *m, uint32 n);
+/* An inserted vector was coded with the codebook: poorly, or not (retrain.h) */
+extern void gateann_meta_count_code(GateannMetaPageData *m, bool poor);
+/* entries[0..n) become the entry points, entries[0] the entry point itself */
+extern void gateann_meta_set_entries(GateannMetaPageData *m, const uint32 *entries, uint32 n);
+/* id joins the entry points if there is room and it is not one; false if not */
+extern bool gateann_meta_add_entry(GateannMetaPageData *m, uint32 id);
 
 /* Is a reachability walk due though nothing is deleted (gateann.h, reach_changes)? */
 static inline bool

@@ -505,19 +505,11 @@ publish_retrain(Relation index, const GateannPQ *pq, const GroupMedoids *gm, int
 	if (disk->entry_point != InvalidNodeId)
 	{
 		int			g;
-		uint32		k;
 
-		if (disk->nentries == 0)
-			disk->entries[disk->nentries++] = disk->entry_point;
+		(void) gateann_meta_add_entry(disk, disk->entry_point);	/* entries[0] */
 		for (g = 0; g < GATEANN_PQ_CENTROIDS && disk->nentries < GATEANN_MAX_ENTRIES; g++)
-		{
-			if (gm->id[g] == InvalidNodeId)
-				continue;
-			for (k = 0; k < disk->nentries && disk->entries[k] != gm->id[g]; k++)
-				;
-			if (k == disk->nentries)
-				disk->entries[disk->nentries++] = gm->id[g];
-		}
+			if (gm->id[g] != InvalidNodeId)
+				(void) gateann_meta_add_entry(disk, gm->id[g]);
 	}
 	if (dictmeta != NULL)
 	{

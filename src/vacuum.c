@@ -54,9 +54,7 @@ static void
 add_deleted_to_meta(Relation index, uint32 ndeleted)
 {
 	GateannMetaUpdate u;
-	GateannMetaPageData *meta = gateann_meta_update_begin(index, &u, false);
-
-	meta->ndeleted += ndeleted;
+	gateann_meta_add_deleted(gateann_meta_update_begin(index, &u, false), ndeleted);
 	gateann_meta_update_finish(&u);
 }
 
@@ -591,10 +589,8 @@ replace_deleted_entries(Consolidation *c)
 
 	m = gateann_meta_update_begin(c->index, &u, false);
 	/* (entries[0] follows entry_point, which an insert may have changed meanwhile) */
-	entries[0] = m->entry_point;
-	memcpy(m->entries, entries, sizeof(uint32) * n);
-	m->nentries = n;
-	memcpy(meta->entries, entries, sizeof(uint32) * n);
+	gateann_meta_set_entries(m, entries, n);
+	memcpy(meta->entries, m->entries, sizeof(uint32) * n);
 	meta->nentries = n;
 	gateann_meta_update_finish(&u);
 }

@@ -79,6 +79,10 @@ $primary->start;
 my $rows = $primary->safe_psql('postgres', 'SELECT count(*) FROM g');
 ok($rows >= 1500 && $rows < 6000, "crashed after $rows rows");
 ok(training_rows($primary, 'g_idx') >= 1024, 'retrained at 1024 rows before the crash');
+# (inserts may leave a node unreachable over the tunneling prefixes, 16
+# here, until VACUUM links it: src/README; where the crash falls decides
+# whether one is: seen in 1 of 3 runs beside another test suite)
+$primary->safe_psql('postgres', 'VACUUM g');
 check_verify($primary, 'g_idx', 'after a crash among inserts');
 check_all_found($primary, 'g', 'after a crash among inserts');
 
@@ -86,6 +90,7 @@ check_all_found($primary, 'g', 'after a crash among inserts');
 $primary->safe_psql('postgres', qq{INSERT INTO g SELECT i, vec(i), i % 10
   FROM generate_series($rows + 1, 5000) i WHERE NOT EXISTS (SELECT 1 FROM g WHERE id = i)});
 is(training_rows($primary, 'g_idx'), '4096', 'retrained at 4096 rows');
+$primary->safe_psql('postgres', 'VACUUM g');
 check_verify($primary, 'g_idx', 'after retraining at 4096');
 check_all_found($primary, 'g', 'after retraining at 4096');
 
