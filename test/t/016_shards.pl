@@ -9,6 +9,8 @@
 #    distance order until the coordinator's Merge Append has k), and rows
 #    come back with their vectors (README, "Several servers").
 #  - Inserts through the parent reach the shards' indexes.
+#  - gateann's settings reach a shard's sessions through the server's
+#    libpq options ('-c gateann.search_list_size=...').
 #  - A shard that is down fails the query with an error naming it (no
 #    partial answer), and the query works again once it is back.
 
@@ -113,6 +115,27 @@ WHERE id >= 100000}), '2', "a shard's own index holds the rows routed to it");
 $coord->safe_psql('postgres', q{DELETE FROM items WHERE id >= 100000});
 is(overlap($coord->safe_psql('postgres', $natural)), overlap($before),
 	'deletes through the parent take them out again');
+
+# --- settings reach the shards through the server's libpq options -------------------------------
+# (a view on each shard shows the setting of the session postgres_fdw opened)
+for my $s (@shards)
+{
+	$s->safe_psql('postgres', q{CREATE VIEW gateann_settings AS
+  SELECT current_setting('gateann.search_list_size') AS search_list_size,
+         current_setting('gateann.filter_mode') AS filter_mode});
+}
+$coord->safe_psql('postgres', q{
+CREATE FOREIGN TABLE shard2_settings (search_list_size text, filter_mode text)
+  SERVER shard2 OPTIONS (table_name 'gateann_settings');
+ALTER SERVER shard2 OPTIONS (ADD options '-c gateann.search_list_size=37 -c gateann.filter_mode=post');});
+# (a server's options reach only sessions opened after the change)
+$coord->safe_psql('postgres', q{SELECT postgres_fdw_disconnect_all()});
+is($coord->safe_psql('postgres', q{SELECT search_list_size || ' ' || filter_mode FROM shard2_settings}),
+	'37 post', "a server's options '-c ...' set gateann's settings in the shard's sessions");
+cmp_ok(overlap($coord->safe_psql('postgres', $natural)), '>=', 9,
+	'the query on the parent runs with them');
+$coord->safe_psql('postgres', q{ALTER SERVER shard2 OPTIONS (DROP options);
+SELECT postgres_fdw_disconnect_all();});
 
 # --- a shard down -------------------------------------------------------------------------------
 $shards[1]->stop;
