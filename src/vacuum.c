@@ -880,8 +880,8 @@ count_prefix_indeg(Consolidation *c, const uint8 *reached, uint32 *row)
 
 static bool relink_pass(Consolidation *c, Reach *r, uint64 since, float *table, int L,
 						uint32 *near);
-static void relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L,
-						   uint32 *near);
+static uint32 relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L,
+							 uint32 *near);
 
 /*
  * Can a node's prefix (its neighbor-store row) take one more entry without
@@ -937,10 +937,7 @@ relink_unreachable(Consolidation *c, uint64 since)
 		if (c->relinked == before || pass == RELINK_PASSES - 1)
 		{
 			/* nodes the passes keep linking and stranding in turn */
-			relink_checked(c, &r, since, table, L, near);
-			memset(r.reached, 0, ((Size) meta->nnodes + 7) / 8);
-			all_reached = gateann_store_unreached_by(c->store, meta, gateann_store_row_neighbors,
-													 c->store, r.reached, r.queue, r.row) == 0;
+			all_reached = relink_checked(c, &r, since, table, L, near) == 0;
 			break;
 		}
 	}
@@ -1103,7 +1100,8 @@ trial_unreached(Consolidation *c, Reach *r, TrialRows *t, uint8 *reached)
  */
 #define RELINK_CHECKED_TRIES 256
 
-static void
+/* Returns how many live nodes its last walk left unreached */
+static uint32
 relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, uint32 *near)
 {
 	const GateannMetaPageData *meta = &c->meta;
@@ -1189,6 +1187,7 @@ relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, ui
 	}
 	pfree(unreached);
 	pfree(trial);
+	return fewest;
 }
 
 /*
