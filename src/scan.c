@@ -100,7 +100,7 @@
 /* Rows strict_order tests before it returns the first (strict_wants_round) */
 #define STRICT_FIRST_ROWS	10
 
-/* Min-heap element, used for results (exact) and evicted candidates (PQ) */
+/* Min-heap element of the results (exact distances) */
 typedef struct HeapEntry
 {
 	float		dist;
@@ -122,6 +122,14 @@ typedef struct MinHeap
 	int			size;
 	int			capacity;
 } MinHeap;
+
+/* Candidates pushed out of the frontier, in no order */
+typedef struct EvictedPool
+{
+	GateannScored *items;
+	int			size;
+	int			capacity;
+} EvictedPool;
 
 typedef struct GateannScanOpaqueData
 {
@@ -225,7 +233,7 @@ typedef struct GateannScanOpaqueData
 	int64		window_matches;
 	int64		matches_before; /* may_match entries before first_unexpanded */
 	bool		window_cut;		/* the last round stopped at the window */
-	MinHeap		evicted;		/* candidates pushed out of the frontier */
+	EvictedPool evicted;		/* candidates pushed out of the frontier */
 	MinHeap		results;		/* expanded, not yet returned */
 	uint8	   *visited;		/* bitmap over node ids */
 	int64		expanded;
@@ -282,17 +290,6 @@ heap_reserve(MinHeap *h)
 	}
 }
 
-/*
- * Add without keeping heap order: for the evicted candidates, which most
- * scans never look at again; heap_build orders them when a resume does.
- */
-static inline void
-heap_append(MinHeap *h, HeapEntry e)
-{
-	heap_reserve(h);
-	h->items[h->size++] = e;
-}
-
 /* Move items[i] down to its place below it */
 static void
 heap_sift_down(MinHeap *h, int i)
@@ -313,16 +310,6 @@ heap_sift_down(MinHeap *h, int i)
 		i = child;
 	}
 	h->items[i] = e;
-}
-
-/* Heap order over items appended in any order (Floyd: O(n)) */
-static void
-heap_build(MinHeap *h)
-{
-	int			i;
-
-	for (i = h->size / 2 - 1; i >= 0; i--)
-		heap_sift_down(h, i);
 }
 
 static void
@@ -361,13 +348,18 @@ static bool node_may_match(GateannScanOpaque so, uint32 id);
 static inline void
 evict(GateannScanOpaque so, uint32 id, float dist)
 {
-	HeapEntry	ev;
+	EvictedPool *p = &so->evicted;
 
-	ev.dist = dist;
-	ev.id = id;
-	ItemPointerSetInvalid(&ev.tid);
-	ev.recheck = false;
-	heap_append(&so->evicted, ev);
+	/* (most scans never look at these again: no order kept, see grow_and_refill) */
+	if (p->size == p->capacity)
+	{
+		p->capacity = p->capacity == 0 ? 256 : p->capacity * 2;
+		p->items = p->items == NULL ? palloc(sizeof(GateannScored) * p->capacity) :
+			repalloc_huge(p->items, sizeof(GateannScored) * p->capacity);
+	}
+	p->items[p->size].dist = dist;
+	p->items[p->size].id = id;
+	p->size++;
 }
 
 /* (a GateannDropFn) */
@@ -1117,30 +1109,69 @@ search_round(IndexScanDesc scan)
 	so->unreached = unreached_bound(so);
 }
 
-/* The list size of the next round: twice the last one, within the budget */
+/*
+ * The list size of the next round: twice the last one, within the budget.
+ * A gate walk's window doubles too, but its list only as far as the window
+ * needs: twice the positions that held the matches it has met, at the
+ * density they came at (first_list_size sized the first list by the
+ * filter's rate over the whole index; a filter that follows the query
+ * matches far more densely near it, and every candidate merged into a list
+ * moves the list's tail).  A list too short for its window ends the round
+ * early, and the next one sizes it from what that round met.
+ */
 static void
 grow_list(GateannScanOpaque so)
 {
-	int			newL = (int) Min((int64) so->L * 2, (int64) gateann_max_scan_tuples + so->L);
+	int64		newL = Min((int64) so->L * 2, (int64) gateann_max_scan_tuples + so->L);
 
-	so->frontier = repalloc_huge(so->frontier, sizeof(GateannCandidate) * newL);
-	so->L = newL;
 	if (so->window_matches > 0)
-		so->window_matches *= 2;
+	{
+		int64		window = so->window_matches * 2;
+
+		if (so->matches_before > 0 && so->first_unexpanded > 0)
+		{
+			double		positions = (double) window * so->first_unexpanded / so->matches_before;
+
+			newL = Min(newL, Max((int64) so->L, (int64) (2 * positions)));
+		}
+		so->window_matches = window;
+	}
+	if (newL > so->L)
+		so->frontier = repalloc_huge(so->frontier, sizeof(GateannCandidate) * newL);
+	so->L = (int) newL;
 }
 
-/* Grow the list and fill it up again with the best evicted candidates */
+/*
+ * Grow the list and fill it up again with the best evicted candidates:
+ * chosen by selection, O(pool), and merged as one sorted batch (a resumed
+ * search of a long list pulls back thousands of them).
+ */
 static void
 grow_and_refill(GateannScanOpaque so)
 {
-	grow_list(so);
-	heap_build(&so->evicted);
-	while (so->fsize < so->L && so->evicted.size > 0)
-	{
-		HeapEntry	e = heap_pop(&so->evicted);
+	GateannScored *items = so->evicted.items;
+	GateannCandidate *batch;
+	int			need;
+	int			i;
 
-		frontier_insert(so, e.id, e.dist);
+	grow_list(so);
+	need = Min(so->L - so->fsize, so->evicted.size);
+	if (need <= 0)
+		return;
+	(void) gateann_topk_sorted(items, so->evicted.size, need);
+	batch = palloc(sizeof(GateannCandidate) * need);
+	for (i = 0; i < need; i++)
+	{
+		batch[i].id = items[i].id;
+		batch[i].dist = items[i].dist;
+		batch[i].expanded = 0;
+		batch[i].may_match = so->window_matches > 0 && node_may_match(so, items[i].id);
 	}
+	/* (taken out before the merge, which pushes nothing out: the batch fits) */
+	so->evicted.size -= need;
+	memmove(items, items + need, sizeof(GateannScored) * so->evicted.size);
+	frontier_merge(so, batch, need);
+	pfree(batch);
 }
 
 /*
@@ -1974,7 +2005,7 @@ gateann_rescan(IndexScanDesc scan, ScanKey keys, int nkeys,
 	MemoryContextReset(so->cxt);
 	so->initialized = false;
 	so->store = NULL;
-	memset(&so->evicted, 0, sizeof(MinHeap));
+	memset(&so->evicted, 0, sizeof(EvictedPool));
 	memset(&so->results, 0, sizeof(MinHeap));
 
 	scan_stats_reset(so);

@@ -61,13 +61,46 @@ gateann_candidate_merge(GateannCandidate *list, int *size, int L,
 			i--;
 		}
 	}
+	/*
+	 * From the back: each new entry goes behind the old ones of at most its
+	 * distance, so the old entries beyond it move up as one block (a long
+	 * list's tail moves once per batch, by memmove, not entry by entry).
+	 */
 	w = keep - 1;
 	while (j >= 0)
 	{
-		if (i >= 0 && list[i].dist > batch[j].dist)
-			list[w--] = list[i--];
-		else
-			list[w--] = batch[j--];
+		int			lo = 0,
+					hi = i + 1,
+					step = 1,
+					run;
+
+		/*
+		 * Galloping back from i bounds the search to the entries that
+		 * move: new entries of one batch land close to each other.
+		 */
+		while (hi - step > 0 && list[hi - step].dist > batch[j].dist)
+		{
+			hi -= step;
+			step *= 2;
+		}
+		lo = hi - step > 0 ? hi - step : 0;
+		while (lo < hi)
+		{
+			int			mid = (lo + hi) / 2;
+
+			if (list[mid].dist <= batch[j].dist)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		run = i + 1 - lo;
+		if (run > 0)
+		{
+			memmove(&list[w - run + 1], &list[lo], sizeof(GateannCandidate) * run);
+			w -= run;
+			i = lo - 1;
+		}
+		list[w--] = batch[j--];
 	}
 	*size = keep;
 	/* w + 1 is where the best new entry went, if any was kept */

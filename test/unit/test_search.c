@@ -212,12 +212,12 @@ case_candidate_merge(void)
 
 	for (round = 0; round < 2000; round++)
 	{
-		GateannCandidate merged[16],
-					one[16],
-					batch[8];
-		int			L = 1 + (int) (trng_next(&rng) % 12);
+		GateannCandidate merged[48],
+					one[48],
+					batch[16];
+		int			L = 1 + (int) (trng_next(&rng) % 40);
 		int			size = (int) (trng_next(&rng) % (L + 1));
-		int			nb = (int) (trng_next(&rng) % 9);
+		int			nb = (int) (trng_next(&rng) % 17);
 		int			nmerged,
 					none = 0,
 					nbatch = 0,
