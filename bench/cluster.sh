@@ -28,6 +28,8 @@ start)
         --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     preload=""
     [ -f "$PKGLIBDIR/gateann.so" ] && preload="gateann"
+    # VectorChord, when installed beside it (bench/shapes.py --engines ...,vchordrq), must be preloaded
+    [ -f "$PKGLIBDIR/vchord.so" ] && preload="${preload:+$preload,}vchord"
     cat >>"$dir/data/postgresql.conf" <<CONF
 # --- gateann bench ---
 listen_addresses = ''

@@ -146,15 +146,17 @@ def _summarize_driver(rj):
 def _summarize_shapes(rj):
     o = rj.get("options", {})
     options = {k: o.get(k) for k in ("n", "nq", "nself", "L", "post_L", "workloads",
-                                     "engines", "gateann_with", "pgvector_with")}
+                                     "engines", "gateann_with", "pgvector_with", "clients")}
     facts = []
     for f in rj.get("facts", []):
         info = f.get("gateann_info") or {}
         g = {"shape": f["shape"], "metric": f["metric"], "n": f.get("n"), "dim": f.get("dim"),
              "gateann_build_s": f.get("gateann_build_s"), "hnsw_build_s": f.get("hnsw_build_s"),
+             "vchordrq_build_s": f.get("vchordrq_build_s"),
              "self_top1": {e: f[k] for e, k in (("gate", "self_top1_gateann_gate"),
                                                  ("post", "self_top1_gateann_post"),
-                                                 ("pgvector", "self_top1_pgvector")) if k in f},
+                                                 ("pgvector", "self_top1_pgvector"),
+                                                 ("vchordrq", "self_top1_vchordrq")) if k in f},
              "info": _info(info)}
         facts.append({k: v for k, v in g.items() if v is not None})
     points = []
@@ -164,7 +166,7 @@ def _summarize_shapes(rj):
         if p.get("L") not in keep_L:
             continue
         q = {k: p.get(k) for k in ("shape", "metric", "workload", "engine", "L", "recall",
-                                   "zero", "reads", "ms")}
+                                   "zero", "reads", "ms", "qps2")}
         points.append({k: v for k, v in q.items() if v is not None})
     return {"options": options, "facts": facts, "points": points}
 
@@ -633,28 +635,42 @@ def _timed_query_only(r):
         return False
 
 
-def _best_qps(r, shape, metric, wl, engine):
+def _qps(p, clients):
+    """A point's QPS: one client from its timed pass, more from its qpsN."""
+    if clients == 1:
+        return 1000.0 / p["ms"] if p.get("ms") else None
+    return p.get(f"qps{clients}")
+
+
+def _best_qps(r, shape, metric, wl, engine, clients=1):
     """(QPS, L, recall) of the fastest point at recall >= SPEED_RECALL, or
     the best recall reached (None, None, recall), or None if not measured."""
     pts = [p for p in r.get("points", []) if p["shape"] == shape and p["metric"] == metric
-           and p["workload"] == wl and p["engine"] == engine and p.get("ms")]
+           and p["workload"] == wl and p["engine"] == engine and _qps(p, clients)]
     if not pts:
         return None
     ok = [p for p in pts if p["recall"] >= SPEED_RECALL]
     if not ok:
         return (None, None, max(p["recall"] for p in pts))
-    best = min(ok, key=lambda p: p["ms"])
-    return (1000.0 / best["ms"], best["L"], best["recall"])
+    best = max(ok, key=lambda p: _qps(p, clients))
+    return (_qps(best, clients), best["L"], best["recall"])
 
 
-def t_speed(runs, n):
-    """Best QPS (one client, the query alone timed) at recall@10 >= 0.95 by
-    shape and workload, gateann gate against pgvector HNSW swept over the
-    same L / ef_search values in the same run: the newest default-option run
-    with pgvector that swept at least three values and timed the query
-    alone."""
-    cand = [r for r in _default_shapes(runs, n)
-            if len(r.get("options", {}).get("L") or []) >= 3 and _timed_query_only(r)]
+RIVALS = {"pgvector": ("pgvector", "ef_search"), "vchordrq": ("VectorChord", "probes for L")}
+
+
+def t_speed(runs, n, clients=1, rival="pgvector"):
+    """Best QPS (the query alone timed; one client, or `clients` at once) at
+    recall@10 >= 0.95 by shape and workload, gateann gate against a rival
+    (pgvector HNSW, or VectorChord) swept over the same L values in the same
+    run: the newest default-option run with the rival that swept at least
+    three values and timed the query alone (and, for more clients, measured
+    them)."""
+    name, knob = RIVALS[rival]
+    cand = [r for r in _default_shapes(runs, n, need_pgvector=rival == "pgvector")
+            if len(r.get("options", {}).get("L") or []) >= 3 and _timed_query_only(r)
+            and any(p["engine"] == rival for p in r.get("points", []))
+            and (clients == 1 or any(p.get(f"qps{clients}") for p in r.get("points", [])))]
     pairs = sorted({(f["shape"], f["metric"]) for r in cand for f in r.get("facts", [])},
                    key=_shape_key)
     rows, used = [], []
@@ -662,8 +678,8 @@ def t_speed(runs, n):
         cells, rs = [], []
         for wl in SPEED_WORKLOADS:
             for r in cand:
-                g = _best_qps(r, shape, metric, wl, "gateann_gate")
-                v = _best_qps(r, shape, metric, wl, "pgvector")
+                g = _best_qps(r, shape, metric, wl, "gateann_gate", clients)
+                v = _best_qps(r, shape, metric, wl, rival, clients)
                 if g is None or v is None:
                     continue
 
@@ -686,11 +702,49 @@ def t_speed(runs, n):
             rows.append([shape, metric] + cells + [refs(rs)])
             used += rs
     if not rows:
-        return not_measured(f"`bench/run.sh shapes --n {n} --L 20,40,100,200 --engines gateann_gate,pgvector`")
+        more = "" if clients == 1 else f" --clients 1,{clients}"
+        return not_measured(f"`bench/run.sh shapes --n {n} --L 20,40,100,200 "
+                            f"--engines gateann_gate,{rival}{more}`")
     return (table(["shape", "metric"] + SPEED_WORKLOADS + ["run"], rows)
-            + ["", "Cells: gateann QPS (L, recall) / pgvector QPS (ef_search, recall) = ratio, at the "
+            + ["", f"Cells: gateann QPS (L, recall) / {name} QPS ({knob}, recall) = ratio, "
+               f"{'one client' if clients == 1 else f'{clients} clients at once'}, at the "
                "fastest point with recall@10 ≥ 0.95; never: not reached at any value swept."]
             + [""] + footnotes(used))
+
+
+def t_speed_more(runs, n):
+    """Ratios only, from one run that measured both: gateann's best QPS at
+    recall@10 >= 0.95 over pgvector HNSW's with 2 clients at once, and over
+    VectorChord's with one client (t_speed's rules otherwise)."""
+    cand = [r for r in _default_shapes(runs, n)
+            if len(r.get("options", {}).get("L") or []) >= 3 and _timed_query_only(r)
+            and any(p.get("qps2") for p in r.get("points", []))
+            and any(p["engine"] == "vchordrq" for p in r.get("points", []))]
+    if not cand:
+        return not_measured(f"`bench/run.sh shapes --n {n} --L 20,40,100,200 "
+                            "--engines gateann_gate,pgvector,vchordrq --clients 1,2`")
+    r = cand[0]
+
+    def ratio(shape, metric, wl, rival, clients):
+        g = _best_qps(r, shape, metric, wl, "gateann_gate", clients)
+        v = _best_qps(r, shape, metric, wl, rival, clients)
+        if g is None or v is None:
+            return "–"
+        if g[0] is None:
+            return f"never ({f3(g[2])})"
+        if v[0] is None:
+            return f"only gateann ({f3(v[2])})"
+        return f"{g[0] / v[0]:.2f}×"
+    pairs = sorted({(f["shape"], f["metric"]) for f in r.get("facts", [])}, key=_shape_key)
+    wls = [w for w in SPEED_WORKLOADS if any(p["workload"] == w for p in r.get("points", []))]
+    rows = [[shape, metric] + [f"{ratio(shape, metric, w, 'pgvector', 2)} / "
+                               f"{ratio(shape, metric, w, 'vchordrq', 1)}" for w in wls]
+            for shape, metric in pairs]
+    return (table(["shape", "metric"] + wls, rows)
+            + ["", "Cells: gateann's best QPS over pgvector HNSW's with 2 clients at once / over "
+               "VectorChord's (vchordrq, lists ≈ √rows, probes swept with L) with one client, "
+               "both at recall@10 ≥ 0.95; only gateann (the rival's best recall): the rival never "
+               "reached it."] + [""] + footnotes([r]))
 
 
 def t_shapes_1m(runs):
@@ -1028,6 +1082,7 @@ TABLES = {
     "build_1m": t_build_1m,
     "matrix_100k": lambda runs: t_matrix(runs, 100000),
     "speed_100k": lambda runs: t_speed(runs, 100000),
+    "speed_100k_more": lambda runs: t_speed_more(runs, 100000),
     "writes": t_writes,
     "writes_recall": t_writes_recall,
     "mix": t_mix,

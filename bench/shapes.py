@@ -28,9 +28,17 @@ Workloads (filter columns on every table):
               the query)
 
 Engines: gateann in gate mode and in post mode (the same index), pgvector HNSW
-(iterative scan relaxed_order, hnsw.ef_search = L) when the server has it.
+(iterative scan relaxed_order, hnsw.ef_search = L) when the server has it,
+and VectorChord (vchordrq) when the server has it preloaded: lists = about
+sqrt(rows), vchordrq.probes = L / 1000 of them, otherwise its defaults
+(engine vchordrq; each engine queries its own copy of the rows).
+
+Time: each point's queries run once on one connection, only the statement
+timed (ms per query); with --clients 1,2 they also run on 2 connections at
+once, one thread each, for a second (qps2: queries over wall time).
 
 CLI: python shapes.py --out DIR [--shapes a,b] [--n 20000] [--L 40,100,200,400]
+     [--clients 1,2]
      (libpq environment variables name the server; see bench/run.sh shapes)
 """
 from __future__ import annotations
@@ -288,9 +296,13 @@ def _copy_rows(x: np.ndarray, cols: dict, names: list[str]):
     yield struct.pack(">h", -1)
 
 
-def load_table(conn, table: str, x: np.ndarray, cols: dict, with_vector: bool) -> None:
+def load_table(conn, table: str, x: np.ndarray, cols: dict, with_vector: bool,
+               with_vchord: bool = False) -> None:
+    """The table gateann indexes (real[]); with_vector: a copy as pgvector's
+    vector for HNSW (table_v); with_vchord: another for VectorChord
+    (table_c, so that each query has one index to choose)."""
     names = sorted(cols)
-    conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_v CASCADE")
+    conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_v, {table}_c CASCADE")
     conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, "
                  + "".join(f"{c} int4, " for c in names) + "embedding real[])")
     with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN (FORMAT binary)") as cp:
@@ -302,6 +314,9 @@ def load_table(conn, table: str, x: np.ndarray, cols: dict, with_vector: bool) -
                      + "".join(f"{c}, " for c in names)
                      + f"embedding::vector({x.shape[1]}) AS embedding FROM {table}")
         conn.execute(f"VACUUM ANALYZE {table}_v")
+    if with_vchord:
+        conn.execute(f"CREATE TABLE {table}_c AS SELECT * FROM {table}_v")
+        conn.execute(f"VACUUM ANALYZE {table}_c")
 
 
 # --------------------------------------------------------------------------
@@ -316,15 +331,40 @@ def _lit(v: np.ndarray, engine: str) -> str:
     return "'{" + body + "}'::real[]" if engine.startswith("gateann") else f"'[{body}]'::vector"
 
 
-def run_queries(conn, table: str, metric: str, engine: str, q: np.ndarray, wl: str,
-                params: dict) -> tuple[list[list[int]], float, dict]:
+# Engine -> the table it queries (load_table)
+def engine_table(table: str, engine: str) -> str:
+    return table if engine.startswith("gateann") else table + ("_c" if engine == "vchordrq" else "_v")
+
+
+def vchord_lists(n: int) -> int:
+    """VectorChord's partitions: about sqrt(rows) (its docs: lists by row count)."""
+    return max(1, round(n ** 0.5))
+
+
+def vchord_probes(lists: int, L: int) -> int:
+    """The probes swept against a list size L: L / 1000 of the lists (L = 20 .. 200:
+    2 % .. 20 %, around the 3-10 % its docs recommend)."""
+    return max(1, min(lists, round(lists * L / 1000)))
+
+
+def query_sql(table: str, metric: str, engine: str, q: np.ndarray, wl: str,
+              params: dict) -> list[str]:
+    """One statement per query vector: the workload's filter, k nearest."""
     op = OPS[metric][0]
-    tbl = table if engine.startswith("gateann") else table + "_v"
-    found, counters = [], {}
-    spent = 0.0
+    tbl = engine_table(table, engine)
+    out = []
     for i, v in enumerate(q):
         where = "" if wl == "none" else f"WHERE {wl} = {int(params[wl][i])}"
-        sql = f"SELECT id FROM {tbl} {where} ORDER BY embedding {op} {_lit(v, engine)} LIMIT {K}"
+        out.append(f"SELECT id FROM {tbl} {where} ORDER BY embedding {op} {_lit(v, engine)} "
+                   f"LIMIT {K}")
+    return out
+
+
+def run_queries(conn, table: str, metric: str, engine: str, q: np.ndarray, wl: str,
+                params: dict) -> tuple[list[list[int]], float, dict]:
+    found, counters = [], {}
+    spent = 0.0
+    for sql in query_sql(table, metric, engine, q, wl, params):
         t0 = time.monotonic()
         rows = conn.execute(sql).fetchall()
         spent += time.monotonic() - t0
@@ -340,9 +380,46 @@ def run_queries(conn, table: str, metric: str, engine: str, q: np.ndarray, wl: s
     return found, ms, counters
 
 
-def engine_settings(conn, engine: str, L: int) -> None:
+def throughput(conns: list, statements: list[str], seconds: float = 1.0) -> float:
+    """Queries per second with one thread per connection, all started
+    together, each cycling through the statements (from its own offset) until
+    `seconds` have passed: queries completed over the wall time from the
+    start to the last finish."""
+    import threading
+    start = threading.Barrier(len(conns))
+    done, errors = [0] * len(conns), []
+    t0 = [0.0]
+
+    def client(i, c, offset):
+        try:
+            start.wait()
+            if i == 0:
+                t0[0] = time.monotonic()
+            deadline = time.monotonic() + seconds
+            j = 0
+            while time.monotonic() < deadline:
+                c.execute(statements[(offset + j) % len(statements)]).fetchall()
+                j += 1
+            done[i] = j
+        except Exception as e:  # re-raised below, not swallowed
+            errors.append(e)
+    threads = [threading.Thread(target=client, args=(i, c, i * len(statements) // len(conns)))
+               for i, c in enumerate(conns)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return sum(done) / (time.monotonic() - t0[0])
+
+
+def engine_settings(conn, engine: str, L: int, n: int = 0) -> None:
     conn.execute("SET enable_seqscan = off")
     conn.execute("SET enable_bitmapscan = off")
+    if engine == "vchordrq":
+        conn.execute(f"SET vchordrq.probes = '{vchord_probes(vchord_lists(n), L)}'")
+        return
     if engine.startswith("gateann"):
         # gateann_walk: a memory walk reading the best 20, then 40, ... (gate mode)
         walk = engine == "gateann_walk"
@@ -359,6 +436,13 @@ def has_pgvector(conn) -> bool:
                         ).fetchone() is not None
 
 
+def has_vchord(conn) -> bool:
+    """VectorChord installed and preloaded (it must be, to be created)."""
+    return (conn.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vchord'"
+                         ).fetchone() is not None
+            and "vchord" in conn.execute("SHOW shared_preload_libraries").fetchone()[0])
+
+
 @dataclass
 class Options:
     n: int = 20000
@@ -370,6 +454,7 @@ class Options:
     post_L: tuple = ()           # L values for post mode (default: all of L)
     gateann_with: str = ""
     pgvector_with: str = "m = 16, ef_construction = 64"
+    clients: tuple = (1,)        # also QPS with these many clients (> 1: threads)
     extra: dict = field(default_factory=dict)
 
 
@@ -391,11 +476,18 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     # (the correlated workloads' columns only when asked for: earlier runs' tables had none)
     cols = {c: v for c, v in cols.items() if not c.startswith("c") or c in opt.workloads}
     table = f"shape_{shape.name}_{metric}"
-    engines = [e for e in opt.engines if e != "pgvector" or has_pgvector(conn)]
+    engines = [e for e in opt.engines if (e != "pgvector" or has_pgvector(conn))
+               and (e != "vchordrq" or (has_pgvector(conn) and has_vchord(conn)))]
+    skipped = sorted(set(opt.engines) - set(engines))
+    if skipped:
+        log(f"{shape.name}/{metric}: not installed here, left out: {', '.join(skipped)}")
     log(f"{shape.name}/{metric}: loading {opt.n} x {shape.dim}")
-    if "pgvector" in engines:
+    if "pgvector" in engines or "vchordrq" in engines:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    load_table(conn, table, x, cols, "pgvector" in engines)
+    if "vchordrq" in engines:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vchord")
+    load_table(conn, table, x, cols, "pgvector" in engines or "vchordrq" in engines,
+               "vchordrq" in engines)
     ops = OPS[metric]
     fact = {"shape": shape.name, "metric": metric, "n": opt.n, "dim": shape.dim,
             "note": shape.note}
@@ -414,6 +506,12 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
         conn.execute(f"CREATE INDEX {table}_hnsw ON {table}_v USING hnsw (embedding {ops[2]}) "
                      f"WITH ({opt.pgvector_with})")
         fact["hnsw_build_s"] = round(time.monotonic() - t0, 2)
+    if "vchordrq" in engines:
+        t0 = time.monotonic()
+        conn.execute(f"CREATE INDEX {table}_vchordrq ON {table}_c USING vchordrq "
+                     f"(embedding {ops[2]}) WITH (options = $$\n[build.internal]\n"
+                     f"lists = [{vchord_lists(opt.n)}]\n$$)")
+        fact["vchordrq_build_s"] = round(time.monotonic() - t0, 2)
     facts.append(fact)
     masks = {wl: (None if wl == "none" else cols[wl][None, :] == params[wl][:, None])
              for wl in opt.workloads}
@@ -422,7 +520,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     # stored rows as queries: do they find themselves?
     selfq = x[_rng(sid, 20).choice(len(x), opt.nself, replace=False)]
     for engine in engines:
-        engine_settings(conn, engine, 100)
+        engine_settings(conn, engine, 100, opt.n)
         found, _, _ = run_queries(conn, table, metric, engine, selfq, "none", params)
         hits = 0
         for i, ids in enumerate(found):
@@ -430,12 +528,14 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
                 hits += 1
         fact[f"self_top1_{engine}"] = hits / len(selfq)
 
+    # more clients: connections of their own, opened once per shape
+    extra = {nc: [connect() for _ in range(nc)] for nc in opt.clients if nc > 1}
     for wl in opt.workloads:
         for engine in engines:
             if wl == "none" and engine == "gateann_post":
                 continue        # no filter: post is the same search as gate
             for L in (opt.post_L or opt.L) if engine == "gateann_post" else opt.L:
-                engine_settings(conn, engine, L)
+                engine_settings(conn, engine, L, opt.n)
                 found, ms, counters = run_queries(conn, table, metric, engine, q, wl, params)
                 rec = recall_of(found, x, q, gts[wl], masks[wl])
                 ok = ~np.isnan(rec)
@@ -444,6 +544,11 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
                       "zero": round(float((rec[ok] == 0).mean()), 4),
                       "below_half": round(float((rec[ok] < 0.5).mean()), 4),
                       "ms": round(ms, 2), "queries": int(ok.sum())}
+                for nc, cs in extra.items():
+                    for c in cs:
+                        engine_settings(c, engine, L, opt.n)
+                    pt[f"qps{nc}"] = round(throughput(
+                        cs, query_sql(table, metric, engine, q, wl, params)), 1)
                 for c in ("reads", "tunneled"):
                     if c in counters:
                         pt[c] = round(float(np.mean(counters[c])), 1)
@@ -452,9 +557,12 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
                         [s not in ("graph", "memory walk") for s in counters["strategy"]])), 3)
                 points.append(pt)
                 log(f"  {wl:5} {engine:13} L={L:4}: recall {pt['recall']:.3f} "
-                    f"zero {pt['zero']:.3f} {ms:.1f} ms")
-    conn.execute(f"DROP TABLE {table}, {table}_v CASCADE" if "pgvector" in engines
-                 else f"DROP TABLE {table} CASCADE")
+                    f"zero {pt['zero']:.3f} {ms:.1f} ms"
+                    + "".join(f", {pt[f'qps{nc}']:.0f} QPS with {nc} clients" for nc in extra))
+    for cs in extra.values():
+        for c in cs:
+            c.close()
+    conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_v, {table}_c CASCADE")
 
 
 # --------------------------------------------------------------------------
@@ -473,20 +581,24 @@ def summary_md(results: dict) -> str:
          + (f" WITH ({results['options']['gateann_with']})" if results['options']['gateann_with']
             else "") + "; pgvector HNSW "
          + results['options'].get('pgvector_with', "m = 16, ef_construction = 64") + ", "
-         "iterative_scan = relaxed_order, ef_search = L.", ""]
+         "iterative_scan = relaxed_order, ef_search = L"
+         + ("; VectorChord vchordrq, lists = "
+            f"[{vchord_lists(results['options']['n'])}], probes = L / 1000 of them"
+            if "vchordrq" in results['options'].get('engines', ()) else "") + ".", ""]
     L += ["## Build and self-queries (L = 100)", "",
-          "| shape | metric | gateann build s | HNSW build s | tunnel_neighbors "
-          "| build_recall (list) | self top-1 gate | self top-1 HNSW |",
-          "|---|---|---|---|---|---|---|---|"]
+          "| shape | metric | gateann build s | HNSW build s | VectorChord build s "
+          "| tunnel_neighbors | build_recall (list) | self top-1 gate | self top-1 HNSW "
+          "| self top-1 VectorChord |",
+          "|---|---|---|---|---|---|---|---|---|---|"]
     for f in facts:
         info = f.get('gateann_info', {})
         br = info.get('build_recall')
         probe = "" if br is None else f"{br:.3f} ({info.get('build_recall_list')})"
         L.append(f"| {f['shape']} | {f['metric']} | {f.get('gateann_build_s', '')} | "
-                 f"{f.get('hnsw_build_s', '')} | "
+                 f"{f.get('hnsw_build_s', '')} | {f.get('vchordrq_build_s', '')} | "
                  f"{info.get('tunnel_neighbors', '')} | {probe} | "
                  f"{f.get('self_top1_gateann_gate', '')} | "
-                 f"{f.get('self_top1_pgvector', '')} |")
+                 f"{f.get('self_top1_pgvector', '')} | {f.get('self_top1_vchordrq', '')} |")
     Ls = sorted({p["L"] for p in pts})
     L += ["", "## Recall@10 (share of queries with recall 0)", "",
           "| shape | metric | workload | engine | " + " | ".join(f"L={x}" for x in Ls) + " |",
@@ -520,12 +632,16 @@ def main():
     ap.add_argument("--pgvector-with", default="m = 16, ef_construction = 64",
                     help="HNSW options, e.g. 'm = 32, ef_construction = 128' (degree 64 on "
                     "its bottom layer, as gateann's default max_neighbors)")
+    ap.add_argument("--clients", default="1",
+                    help="client counts: 1 is the timed single-client pass; e.g. 1,2 also "
+                    "measures QPS with 2 concurrent clients (the same queries, one thread each)")
     ap.add_argument("--command", default="bench/shapes.py")
     a = ap.parse_args()
     opt = Options(n=a.n, nq=a.nq, nself=a.nself, L=tuple(int(v) for v in a.L.split(",")),
                   workloads=tuple(a.workloads.split(",")), engines=tuple(a.engines.split(",")),
                   post_L=tuple(int(v) for v in a.post_L.split(",") if v),
-                  gateann_with=a.gateann_with, pgvector_with=a.pgvector_with)
+                  gateann_with=a.gateann_with, pgvector_with=a.pgvector_with,
+                  clients=tuple(int(v) for v in a.clients.split(",")))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     conn = connect()
