@@ -30,4 +30,48 @@ SELECT count(*) FROM (SELECT id FROM pv ORDER BY embedding <#> '[1,2,3,4]' LIMIT
 -- a query of another dimension
 SELECT id FROM pv ORDER BY embedding <-> '[1,2,3]' LIMIT 1;
 DROP TABLE pv;
+
+-- halfvec: the same three metrics; values of every kind a half holds
+-- (subnormal 6e-8, large 60000, negative) come back as pgvector reads them
+CREATE TABLE ph (id int, tenant int, embedding halfvec(4));
+INSERT INTO ph SELECT i, i % 5, ARRAY(SELECT rnd(i, j) - 0.5 FROM generate_series(1, 4) j)::halfvec
+  FROM generate_series(1, 1200) i;
+INSERT INTO ph VALUES (0, 0, '[0,0,0,0]'), (-1, 1, NULL), (-2, 2, '[6e-8,60000,-2.5,0.001]');
+CREATE INDEX ph_l2 ON ph USING gateann (embedding, tenant);
+CREATE INDEX ph_ip ON ph USING gateann (embedding halfvec_ip_ops);
+CREATE INDEX ph_cos ON ph USING gateann (embedding halfvec_cosine_ops);
+SELECT indexrelid::regclass, metric, nodes, dims FROM pg_index, gateann_index_info(indexrelid)
+  WHERE indrelid = 'ph'::regclass ORDER BY 1;
+EXPLAIN (COSTS OFF) SELECT id FROM ph WHERE tenant = 3 ORDER BY embedding <-> '[1,1,1,1]' LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT id FROM ph ORDER BY embedding <#> '[1,1,1,1]' LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT id FROM ph ORDER BY embedding <=> '[1,1,1,1]' LIMIT 5;
+-- the converted record is pgvector's value: the row finds itself at distance 0
+SELECT id, embedding <-> '[6e-8,60000,-2.5,0.001]' AS d FROM ph
+  ORDER BY embedding <-> '[6e-8,60000,-2.5,0.001]' LIMIT 1;
+SELECT gateann_halfvec_to_real('[6e-8,60000,-2.5,0.001]'::halfvec)
+  = '[6e-8,60000,-2.5,0.001]'::halfvec::vector::real[] AS exact;
+-- the index's first rows are the exact first rows, for each metric and a filter
+SELECT count(*) FILTER (WHERE (SELECT o.id FROM ph o ORDER BY o.embedding <-> p.embedding LIMIT 1) = p.id)
+  AS found_self FROM ph p WHERE p.id % 60 = 0 AND p.id > 0;
+-- (distances, not ids: equal distances may come in either order)
+SET enable_seqscan = on;
+SET enable_indexscan = off;
+CREATE TEMP TABLE exact AS SELECT
+  (SELECT array_agg(d) FROM (SELECT embedding <-> '[0.3,-0.1,0.2,0.4]' AS d FROM ph ORDER BY 1 LIMIT 10) s) AS l2,
+  (SELECT array_agg(d) FROM (SELECT embedding <#> '[0.3,-0.1,0.2,0.4]' AS d FROM ph ORDER BY 1 LIMIT 10) s) AS ip,
+  (SELECT array_agg(d) FROM (SELECT embedding <=> '[0.3,-0.1,0.2,0.4]' AS d FROM ph ORDER BY 1 LIMIT 10) s) AS cosine,
+  (SELECT array_agg(d) FROM (SELECT embedding <-> '[0.3,-0.1,0.2,0.4]' AS d FROM ph WHERE tenant = 3
+                             ORDER BY 1 LIMIT 10) s) AS filtered;
+RESET enable_indexscan;
+SET enable_seqscan = off;
+SELECT (SELECT array_agg(d) FROM (SELECT embedding <-> '[0.3,-0.1,0.2,0.4]' AS d FROM ph ORDER BY embedding <-> '[0.3,-0.1,0.2,0.4]' LIMIT 10) s) = l2 AS l2,
+       (SELECT array_agg(d) FROM (SELECT embedding <#> '[0.3,-0.1,0.2,0.4]' AS d FROM ph ORDER BY embedding <#> '[0.3,-0.1,0.2,0.4]' LIMIT 10) s) = ip AS ip,
+       (SELECT array_agg(d) FROM (SELECT embedding <=> '[0.3,-0.1,0.2,0.4]' AS d FROM ph ORDER BY embedding <=> '[0.3,-0.1,0.2,0.4]' LIMIT 10) s) = cosine AS cosine,
+       (SELECT array_agg(d) FROM (SELECT embedding <-> '[0.3,-0.1,0.2,0.4]' AS d FROM ph WHERE tenant = 3
+                                  ORDER BY embedding <-> '[0.3,-0.1,0.2,0.4]' LIMIT 10) s) = filtered AS filtered
+  FROM exact;
+EXPLAIN (COSTS OFF) SELECT id FROM ph WHERE tenant = 3 ORDER BY embedding <-> '[0.3,-0.1,0.2,0.4]' LIMIT 10;
+SELECT count(*) FROM (SELECT id FROM ph ORDER BY embedding <=> '[1,2,3,4]' LIMIT 5000) s;
+SELECT id FROM ph ORDER BY embedding <-> '[1,2,3]' LIMIT 1;
+DROP TABLE ph;
 DROP EXTENSION gateann_vector;

@@ -22,6 +22,7 @@ PG_FUNCTION_INFO_V1(gateann_l2_distance);
 PG_FUNCTION_INFO_V1(gateann_negative_inner_product);
 PG_FUNCTION_INFO_V1(gateann_cosine_distance);
 PG_FUNCTION_INFO_V1(gateann_pgvector_to_real);
+PG_FUNCTION_INFO_V1(gateann_pghalfvec_to_real);
 
 void
 gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
@@ -339,6 +340,70 @@ gateann_pgvector_to_real(PG_FUNCTION_ARGS)
 	elems = palloc(sizeof(Datum) * v->dim);
 	for (i = 0; i < v->dim; i++)
 		elems[i] = Float4GetDatum(v->x[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(elems, v->dim, FLOAT4OID,
+										  sizeof(float4), true, TYPALIGN_INT));
+}
+
+/*
+ * Support function 1 of the halfvec operator classes: pgvector's halfvec
+ * (int16 dim, int16 unused, then dim IEEE binary16 values) to real[].  Every
+ * half value is exactly a float, so distances are those of pgvector's
+ * halfvec operators, which also compute in single precision.
+ */
+typedef struct PghalfvecLayout
+{
+	int32		vl_len_;
+	int16		dim;
+	int16		unused;
+	uint16		x[FLEXIBLE_ARRAY_MEMBER];
+} PghalfvecLayout;
+
+static float4
+half_to_float4(uint16 h)
+{
+	uint32		sign = (uint32) (h & 0x8000) << 16;
+	uint32		exponent = (h >> 10) & 0x1f;
+	uint32		mantissa = h & 0x3ff;
+	uint32		bits;
+	float4		f;
+
+	if (exponent == 0x1f)
+		bits = sign | 0x7f800000 | (mantissa << 13);	/* infinity, NaN */
+	else if (exponent != 0)
+		bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
+	else if (mantissa == 0)
+		bits = sign;			/* signed zero */
+	else
+	{
+		/* subnormal: mantissa * 2^-24, normalized for single precision */
+		int			shift = 0;
+
+		while ((mantissa & 0x400) == 0)
+		{
+			mantissa <<= 1;
+			shift++;
+		}
+		bits = sign | ((uint32) (127 - 15 + 1 - shift) << 23) | ((mantissa & 0x3ff) << 13);
+	}
+	memcpy(&f, &bits, sizeof(f));
+	return f;
+}
+
+Datum
+gateann_pghalfvec_to_real(PG_FUNCTION_ARGS)
+{
+	PghalfvecLayout *v = (PghalfvecLayout *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
+	Datum	   *elems;
+	int			i;
+
+	if (v->dim < 1 ||
+		VARSIZE(v) < offsetof(PghalfvecLayout, x) + sizeof(uint16) * v->dim)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("malformed halfvec value")));
+	elems = palloc(sizeof(Datum) * v->dim);
+	for (i = 0; i < v->dim; i++)
+		elems[i] = Float4GetDatum(half_to_float4(v->x[i]));
 	PG_RETURN_ARRAYTYPE_P(construct_array(elems, v->dim, FLOAT4OID,
 										  sizeof(float4), true, TYPALIGN_INT));
 }
