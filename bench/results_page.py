@@ -744,7 +744,7 @@ def t_speed_more(runs, n):
             + ["", "Cells: gateann's best QPS over pgvector HNSW's with 2 clients at once / over "
                "VectorChord's (vchordrq, lists ≈ √rows, probes swept with L) with one client, "
                "both at recall@10 ≥ 0.95; only gateann (the rival's best recall): the rival never "
-               "reached it."] + [""] + footnotes([r]))
+               "reached it; never (gateann's best recall): gateann did not."] + [""] + footnotes([r]))
 
 
 def t_shapes_1m(runs):
