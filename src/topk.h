@@ -1,7 +1,8 @@
 /*
  * topk.h — the k best of n scored ids, in order (prefilter.c hands out
- * pre-filtered candidates this way, with a cap on equal distances).  Plain C, no PostgreSQL headers,
- * unit-tested.
+ * pre-filtered candidates this way, with a cap on equal distances; scan.c
+ * refills a list from the candidates it dropped).  Plain C, no PostgreSQL
+ * headers, unit-tested.
  */
 #ifndef GATEANN_TOPK_H
 #define GATEANN_TOPK_H
