@@ -312,51 +312,19 @@ gateann_cosine_distance(PG_FUNCTION_ARGS)
 }
 
 /*
- * Support function 1 of the gateann_vector operator classes: pgvector's
- * `vector` to real[].  pgvector's on-disk layout is a varlena holding
- * int16 dim, int16 unused, float4 x[dim]; we read it here so that gateann's
- * library does not link against pgvector's.
- */
-typedef struct PgvectorLayout
-{
-	int32		vl_len_;
-	int16		dim;
-	int16		unused;
-	float4		x[FLEXIBLE_ARRAY_MEMBER];
-} PgvectorLayout;
-
-Datum
-gateann_pgvector_to_real(PG_FUNCTION_ARGS)
-{
-	PgvectorLayout *v = (PgvectorLayout *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
-	Datum	   *elems;
-	int			i;
-
-	if (v->dim < 1 ||
-		VARSIZE(v) < offsetof(PgvectorLayout, x) + sizeof(float4) * v->dim)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("malformed vector value")));
-	elems = palloc(sizeof(Datum) * v->dim);
-	for (i = 0; i < v->dim; i++)
-		elems[i] = Float4GetDatum(v->x[i]);
-	PG_RETURN_ARRAYTYPE_P(construct_array(elems, v->dim, FLOAT4OID,
-										  sizeof(float4), true, TYPALIGN_INT));
-}
-
-/*
- * Support function 1 of the halfvec operator classes: pgvector's halfvec
- * (int16 dim, int16 unused, then dim IEEE binary16 values) to real[].  Every
+ * Support functions 1 of the gateann_vector operator classes: pgvector's
+ * `vector` and `halfvec` to real[].  Both are a varlena holding int16 dim,
+ * int16 unused, then dim elements (float4, or IEEE binary16); we read them
+ * here so that gateann's library does not link against pgvector's.  Every
  * half value is exactly a float, so distances are those of pgvector's
  * halfvec operators, which also compute in single precision.
  */
-typedef struct PghalfvecLayout
+typedef struct PgvectorHeader
 {
 	int32		vl_len_;
 	int16		dim;
 	int16		unused;
-	uint16		x[FLEXIBLE_ARRAY_MEMBER];
-} PghalfvecLayout;
+} PgvectorHeader;
 
 static float4
 half_to_float4(uint16 h)
@@ -389,21 +357,48 @@ half_to_float4(uint16 h)
 	return f;
 }
 
-Datum
-gateann_pghalfvec_to_real(PG_FUNCTION_ARGS)
+/* A pgvector value of elements of elem_size bytes (4: float4, 2: binary16) as real[] */
+static ArrayType *
+pgvector_value_to_real(Datum value, Size elem_size, const char *type)
 {
-	PghalfvecLayout *v = (PghalfvecLayout *) PG_DETOAST_DATUM(PG_GETARG_DATUM(0));
+	PgvectorHeader *v = (PgvectorHeader *) PG_DETOAST_DATUM(value);
+	const char *x = (const char *) v + sizeof(PgvectorHeader);
 	Datum	   *elems;
 	int			i;
 
-	if (v->dim < 1 ||
-		VARSIZE(v) < offsetof(PghalfvecLayout, x) + sizeof(uint16) * v->dim)
+	if (v->dim < 1 || VARSIZE(v) < sizeof(PgvectorHeader) + elem_size * v->dim)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("malformed halfvec value")));
+				 errmsg("malformed %s value", type)));
 	elems = palloc(sizeof(Datum) * v->dim);
 	for (i = 0; i < v->dim; i++)
-		elems[i] = Float4GetDatum(half_to_float4(v->x[i]));
-	PG_RETURN_ARRAYTYPE_P(construct_array(elems, v->dim, FLOAT4OID,
-										  sizeof(float4), true, TYPALIGN_INT));
+	{
+		if (elem_size == sizeof(float4))
+		{
+			float4		f;
+
+			memcpy(&f, x + i * sizeof(float4), sizeof(f));
+			elems[i] = Float4GetDatum(f);
+		}
+		else
+		{
+			uint16		h;
+
+			memcpy(&h, x + i * sizeof(uint16), sizeof(h));
+			elems[i] = Float4GetDatum(half_to_float4(h));
+		}
+	}
+	return construct_array(elems, v->dim, FLOAT4OID, sizeof(float4), true, TYPALIGN_INT);
+}
+
+Datum
+gateann_pgvector_to_real(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_ARRAYTYPE_P(pgvector_value_to_real(PG_GETARG_DATUM(0), sizeof(float4), "vector"));
+}
+
+Datum
+gateann_pghalfvec_to_real(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_ARRAYTYPE_P(pgvector_value_to_real(PG_GETARG_DATUM(0), sizeof(uint16), "halfvec"));
 }

@@ -1,7 +1,8 @@
 # Copyright: gateann authors.
 #
 # gateann is a trusted extension: the owner of a database creates it there
-# without being a superuser (as with pgvector), builds and queries an index,
+# without being a superuser, builds and queries an index (and so is
+# gateann_vector, where pgvector is installed),
 # and the functions that look into an index still ask for their privileges
 # (README, Functions) of every other role.
 
@@ -77,6 +78,29 @@ $node->safe_psql('postgres', 'CREATE DATABASE otherdb');
 	connstr => $node->connstr('otherdb') . ' user=other');
 isnt($rc, 0, 'a role without CREATE on the database cannot create it');
 like($err, qr/permission denied/, '... with a permission error') or diag($err);
+
+# gateann_vector is trusted too: with pgvector's vector created by a superuser
+# (pgvector is not trusted), the owner adds the operator classes, halfvec's
+# among them (created by a DO block in the install script), and uses them
+SKIP:
+{
+	my ($vrc) = $node->psql('appdb', 'CREATE EXTENSION vector');
+	skip 'pgvector not installed (or not loadable) for this server', 3 if $vrc != 0;
+	sql_as($as_app, q{
+CREATE EXTENSION gateann_vector CASCADE;
+CREATE TABLE h (id int, e halfvec(3));
+INSERT INTO h SELECT i, ARRAY[i, i + 1, i + 2]::real[]::halfvec FROM generate_series(1, 300) i;
+CREATE INDEX h_idx ON h USING gateann (e);
+});
+	is(sql_as($as_app, q{SELECT extowner::regrole FROM pg_extension WHERE extname = 'gateann_vector'}),
+		'app', 'the owner created gateann_vector');
+	is(sql_as($as_app, q{SELECT string_agg(opcname, ',' ORDER BY opcname) FROM pg_opclass
+		WHERE opcmethod = (SELECT oid FROM pg_am WHERE amname = 'gateann') AND opcname LIKE 'halfvec%'}),
+		'halfvec_cosine_ops,halfvec_ip_ops,halfvec_l2_ops', 'with the halfvec classes');
+	is(sql_as($as_app, q{SET enable_seqscan = off;
+SELECT id FROM h ORDER BY e <-> '[5,6,7]' LIMIT 1}), '5', 'a halfvec index answers its owner');
+	sql_as($as_app, 'DROP TABLE h; DROP EXTENSION gateann_vector');
+}
 
 sql_as($as_app, 'DROP EXTENSION gateann CASCADE');
 is(sql_as($as_app, q{SELECT count(*) FROM pg_class WHERE relname = 'items_idx'}),
