@@ -360,11 +360,11 @@ def query_sql(table: str, metric: str, engine: str, q: np.ndarray, wl: str,
     return out
 
 
-def run_queries(conn, table: str, metric: str, engine: str, q: np.ndarray, wl: str,
-                params: dict) -> tuple[list[list[int]], float, dict]:
+def run_queries(conn, engine: str, statements: list[str]) -> tuple[list[list[int]], float, dict]:
+    """Each statement (query_sql) once, only the statement timed."""
     found, counters = [], {}
     spent = 0.0
-    for sql in query_sql(table, metric, engine, q, wl, params):
+    for sql in statements:
         t0 = time.monotonic()
         rows = conn.execute(sql).fetchall()
         spent += time.monotonic() - t0
@@ -376,7 +376,7 @@ def run_queries(conn, table: str, metric: str, engine: str, q: np.ndarray, wl: s
             counters.setdefault("tunneled", []).append(st[1])
             counters.setdefault("strategy", []).append(st[2])
     # (the counters' own query is left out of the time: pgvector has none)
-    ms = spent * 1000 / max(1, len(q))
+    ms = spent * 1000 / max(1, len(statements))
     return found, ms, counters
 
 
@@ -521,7 +521,8 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     selfq = x[_rng(sid, 20).choice(len(x), opt.nself, replace=False)]
     for engine in engines:
         engine_settings(conn, engine, 100, opt.n)
-        found, _, _ = run_queries(conn, table, metric, engine, selfq, "none", params)
+        found, _, _ = run_queries(conn, engine,
+                                  query_sql(table, metric, engine, selfq, "none", params))
         hits = 0
         for i, ids in enumerate(found):
             if ids and np.array_equal(x[ids[0] - 1], selfq[i]):
@@ -534,9 +535,10 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
         for engine in engines:
             if wl == "none" and engine == "gateann_post":
                 continue        # no filter: post is the same search as gate
+            statements = query_sql(table, metric, engine, q, wl, params)
             for L in (opt.post_L or opt.L) if engine == "gateann_post" else opt.L:
                 engine_settings(conn, engine, L, opt.n)
-                found, ms, counters = run_queries(conn, table, metric, engine, q, wl, params)
+                found, ms, counters = run_queries(conn, engine, statements)
                 rec = recall_of(found, x, q, gts[wl], masks[wl])
                 ok = ~np.isnan(rec)
                 pt = {"shape": shape.name, "metric": metric, "workload": wl, "engine": engine,
@@ -547,8 +549,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
                 for nc, cs in extra.items():
                     for c in cs:
                         engine_settings(c, engine, L, opt.n)
-                    pt[f"qps{nc}"] = round(throughput(
-                        cs, query_sql(table, metric, engine, q, wl, params)), 1)
+                    pt[f"qps{nc}"] = round(throughput(cs, statements), 1)
                 for c in ("reads", "tunneled"):
                     if c in counters:
                         pt[c] = round(float(np.mean(counters[c])), 1)
