@@ -104,6 +104,45 @@ ALTER OPERATOR FAMILY float4_cosine_ops USING gateann ADD
 	OPERATOR 3 <=> (real[], integer[]) FOR ORDER BY float_ops,
 	OPERATOR 3 <=> (real[], bigint[]) FOR ORDER BY float_ops;
 
+-- double precision[] vector columns (what ORMs map a list of floats to, e.g.
+-- Django's ArrayField(FloatField())): classes float8_l2_ops (default),
+-- float8_ip_ops and float8_cosine_ops, with the same query types as real[]
+-- (real[] among them).  The index keeps single precision: each value is
+-- converted as a cast to real[] converts it (out of its range: an error),
+-- and the operators compute on the converted values, so that the index
+-- and a sequential scan give the same distances.
+DO $$
+DECLARE
+	m record;
+	q text;
+BEGIN
+	FOR m IN SELECT * FROM (VALUES (1, 'l2', '<->', 'gateann_l2_distance', 'DEFAULT'),
+								   (2, 'ip', '<#>', 'gateann_negative_inner_product', ''),
+								   (3, 'cosine', '<=>', 'gateann_cosine_distance', ''))
+				 AS v(strategy, name, opr, func, dflt)
+	LOOP
+		FOREACH q IN ARRAY ARRAY['double precision[]', 'real[]', 'numeric[]',
+								 'smallint[]', 'integer[]', 'bigint[]']
+		LOOP
+			EXECUTE format($f$CREATE FUNCTION %1$s(double precision[], %2$s) RETURNS float8
+				AS 'MODULE_PATHNAME', %1$L LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE$f$,
+				m.func, q);
+			EXECUTE format('CREATE OPERATOR %s (LEFTARG = double precision[], RIGHTARG = %s, FUNCTION = %s%s)',
+						   m.opr, q, m.func,
+						   CASE WHEN q = 'double precision[]' THEN format(', COMMUTATOR = %s', m.opr) ELSE '' END);
+		END LOOP;
+		EXECUTE format($f$CREATE OPERATOR CLASS float8_%1$s_ops %2$s FOR TYPE double precision[] USING gateann AS
+			OPERATOR %3$s %4$s (double precision[], double precision[]) FOR ORDER BY float_ops$f$,
+			m.name, m.dflt, m.strategy, m.opr);
+		FOREACH q IN ARRAY ARRAY['real[]', 'numeric[]', 'smallint[]', 'integer[]', 'bigint[]']
+		LOOP
+			EXECUTE format('ALTER OPERATOR FAMILY float8_%s_ops USING gateann ADD OPERATOR %s %s (double precision[], %s) FOR ORDER BY float_ops',
+						   m.name, m.strategy, m.opr, q);
+		END LOOP;
+	END LOOP;
+END
+$$;
+
 -- filter column operator classes: the values are stored in the index for
 -- filtering; WHERE clauses with these operators become index conditions.
 -- Strategy numbers (the C code relies on them): 1 <, 2 <=, 3 =, 4 >=, 5 >

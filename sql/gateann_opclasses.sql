@@ -60,17 +60,17 @@ DROP TABLE emb;
 SELECT count(*) > 0 AS has_classes, count(*) FILTER (WHERE NOT amvalidate(c.oid)) AS invalid
   FROM pg_opclass c JOIN pg_am a ON a.oid = c.opcmethod WHERE a.amname = 'gateann';
 -- ... and one that does not is reported, each violation with an INFO
-CREATE FUNCTION f8_dist(float8[], float8[]) RETURNS float8 LANGUAGE sql IMMUTABLE
+CREATE FUNCTION i4_dist(int4[], int4[]) RETURNS float8 LANGUAGE sql IMMUTABLE
   AS $$ SELECT 0::float8 $$;
-CREATE OPERATOR <<->> (LEFTARG = float8[], RIGHTARG = float8[], FUNCTION = f8_dist);
+CREATE OPERATOR <<->> (LEFTARG = int4[], RIGHTARG = int4[], FUNCTION = i4_dist);
 CREATE OPERATOR FAMILY bad_ops USING gateann;
 CREATE OPERATOR CLASS bad_int4_ops FOR TYPE int4 USING gateann FAMILY bad_ops AS
   OPERATOR 3 = (int4, int4), OPERATOR 9 <> (int4, int4), FUNCTION 1 abs(int4);
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_int4_ops';
-CREATE OPERATOR CLASS bad_vec_ops FOR TYPE float8[] USING gateann AS
+CREATE OPERATOR CLASS bad_vec_ops FOR TYPE int4[] USING gateann AS
   OPERATOR 1 <<->> FOR ORDER BY integer_ops, OPERATOR 4 <-> (real[], real[]) FOR ORDER BY float_ops;
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_vec_ops';
 DROP OPERATOR FAMILY bad_ops USING gateann;
 DROP OPERATOR FAMILY bad_vec_ops USING gateann;
-DROP OPERATOR <<->> (float8[], float8[]);
-DROP FUNCTION f8_dist(float8[], float8[]);
+DROP OPERATOR <<->> (int4[], int4[]);
+DROP FUNCTION i4_dist(int4[], int4[]);

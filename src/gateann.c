@@ -276,7 +276,7 @@ gateann_index_metric(Relation index)
 			(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 			 errmsg("operator class of the first column of gateann index \"%s\" has no distance operator",
 					RelationGetRelationName(index)),
-			 errhint("The first column of a gateann index is the vector column: use float4_l2_ops, float4_ip_ops or float4_cosine_ops (or the vector_* classes of gateann_vector).")));
+			 errhint("The first column of a gateann index is the vector column: use float4_l2_ops, float4_ip_ops or float4_cosine_ops (float8_* for double precision[], or the vector_* and halfvec_* classes of gateann_vector).")));
 	return GATEANN_METRIC_L2;	/* keep compiler quiet */
 }
 

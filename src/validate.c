@@ -38,12 +38,22 @@
 #define VALIDATE_ORDER_MAX		3	/* 1 L2, 2 inner product, 3 cosine */
 #define VALIDATE_SEARCH_MAX		8	/* 1-5 comparisons, 6-8 arrays */
 
-/* A real[] column's query may come as another array of numbers (vector.c) */
+/* A float array read directly (vector.c) */
+static bool
+float_array_type(Oid type)
+{
+	return type == FLOAT4ARRAYOID || type == FLOAT8ARRAYOID;
+}
+
+/*
+ * The query of a real[] or double precision[] column may come as another
+ * array of numbers (vector.c converts each)
+ */
 static bool
 query_array_type(Oid lefttype, Oid righttype)
 {
-	return lefttype == FLOAT4ARRAYOID &&
-		(righttype == FLOAT8ARRAYOID || righttype == NUMERICARRAYOID ||
+	return float_array_type(lefttype) &&
+		(float_array_type(righttype) || righttype == NUMERICARRAYOID ||
 		 righttype == INT2ARRAYOID || righttype == INT4ARRAYOID ||
 		 righttype == INT8ARRAYOID);
 }
@@ -146,7 +156,7 @@ validate_operators(CatCList *oprlist, const char *opfamilyname, Oid opcintype, b
 						(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),
 						 errmsg("gateann operator family \"%s\" contains ordering operator %s with wrong signature",
 								opfamilyname, format_operator(oprform->amopopr)),
-						 errdetail("A distance takes two values of the indexed type (a real[] also a double precision[], numeric[] or integer array query) and returns float8.")));
+						 errdetail("A distance takes two values of the indexed type (a real[] or double precision[] column also a query of the other, numeric[] or an integer array) and returns float8.")));
 				*ok = false;
 			}
 		}
@@ -201,8 +211,8 @@ gateann_validate(Oid opclassoid)
 	class_converts = validate_support_functions(proclist, opfamilyname, opcintype, &result);
 	class_orders = validate_operators(oprlist, opfamilyname, opcintype, &result);
 
-	/* a vector class of a type other than real[] says how to read it */
-	if (class_orders && opcintype != FLOAT4ARRAYOID && !class_converts)
+	/* a vector class of a type other than a float array says how to read it */
+	if (class_orders && !float_array_type(opcintype) && !class_converts)
 	{
 		ereport(INFO,
 				(errcode(ERRCODE_INVALID_OBJECT_DEFINITION),

@@ -29,17 +29,17 @@ gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
 {
 	Oid			typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
 
-	reader->is_real_array = (typid == FLOAT4ARRAYOID);
+	reader->is_float_array = (typid == FLOAT4ARRAYOID || typid == FLOAT8ARRAYOID);
 	reader->to_real_array = NULL;
 	reader->collation = index->rd_indcollation[0];
-	if (!reader->is_real_array)
+	if (!reader->is_float_array)
 	{
 		if (!OidIsValid(index_getprocid(index, 1, GATEANN_TO_REAL_ARRAY_PROC)))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("gateann cannot index column type %s as a vector",
 							format_type_be(typid)),
-					 errhint("The first column of a gateann index must be real[] or, with extension gateann_vector, pgvector's vector.")));
+					 errhint("The first column of a gateann index must be real[], double precision[] or, with extension gateann_vector, pgvector's vector or halfvec.")));
 		reader->to_real_array = index_getprocinfo(index, 1, GATEANN_TO_REAL_ARRAY_PROC);
 	}
 }
@@ -48,7 +48,9 @@ gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
  * Validate a one-dimensional array of real, double precision, numeric or
  * an integer type and return its elements as floats: a real[]'s own (no copy), the
  * others converted into a palloc'd array (what clients bind: a list of
- * floats is a double precision[]; the same as casting it to real[]).
+ * floats is a double precision[]; the same as casting it to real[], except
+ * that a double below real's range becomes zero).  Index values of a double
+ * precision[] column and the operators' arguments go through here alike.
  */
 static float *
 array_elements(ArrayType *arr, int *dims)
@@ -93,11 +95,13 @@ array_elements(ArrayType *arr, int *dims)
 		for (i = 0; i < n; i++)
 		{
 			dst[i] = (float) src[i];
-			/* as the cast to real[] does */
+			/*
+			 * Beyond real's range an error, as the cast to real[] gives;
+			 * below it the nearest float (zero), where the cast errors: a
+			 * double precision[] row the table takes can be indexed.
+			 */
 			if (unlikely(isinf(dst[i])) && !isinf(src[i]))
 				float_overflow_error();
-			if (unlikely(dst[i] == 0.0f) && src[i] != 0.0)
-				float_underflow_error();
 		}
 	}
 	else if (elemtype == INT2OID)
@@ -142,7 +146,7 @@ gateann_vector_from_datum(const GateannVectorReader *reader, Datum value, int *d
 	float	   *result;
 	int			n;
 
-	if (reader->is_real_array)
+	if (reader->is_float_array)
 		arr = DatumGetArrayTypeP(value);
 	else
 		arr = DatumGetArrayTypeP(FunctionCall1Coll(reader->to_real_array,

@@ -14,14 +14,15 @@
 #define GATEANN_NUM_PROCS			1
 
 /*
- * How to read the first (vector) column of an index.  For real[] no
- * conversion is needed; other types (pgvector's vector) go through the
+ * How to read the first (vector) column of an index.  real[] and double
+ * precision[] are read directly (the latter rounded to single precision as
+ * a cast to real[] would); other types (pgvector's vector) go through the
  * operator class's support function 1.
  */
 typedef struct GateannVectorReader
 {
-	bool		is_real_array;
-	FmgrInfo   *to_real_array;	/* NULL for real[] */
+	bool		is_float_array;	/* real[] or double precision[] */
+	FmgrInfo   *to_real_array;	/* NULL for those */
 	Oid			collation;
 } GateannVectorReader;
 
