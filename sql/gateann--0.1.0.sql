@@ -147,9 +147,9 @@ $$;
 -- filtering; WHERE clauses with these operators become index conditions.
 -- Strategy numbers (the C code relies on them): 1 <, 2 <=, 3 =, 4 >=, 5 >
 -- (scalar types), 6 && (overlap), 7 @> (contains), 8 <@ (contained by)
--- (arrays); all of purpose search, so strategies 1-3 here are not the
--- ORDER BY (metric) strategies of the vector classes above: tell them apart by
--- pg_amop.amoppurpose.  No support functions: comparison functions come from
+-- (arrays; 7 also jsonb), 9 ?, 10 ?|, 11 ?& (jsonb keys); all of purpose
+-- search, so strategies 1-3 here are not the ORDER BY (metric) strategies
+-- of the vector classes above: tell them apart by pg_amop.amoppurpose.  No support functions: comparison functions come from
 -- the type cache.  "col = ANY(array)" uses the = operator (amsearcharray;
 -- PostgreSQL 15's planner leaves it out of an ORDER BY scan on a later column).
 
@@ -360,6 +360,18 @@ CREATE OPERATOR CLASS text_array_filter_ops DEFAULT FOR TYPE text[] USING gatean
 	OPERATOR 6 && (anyarray, anyarray),
 	OPERATOR 7 @> (anyarray, anyarray),
 	OPERATOR 8 <@ (anyarray, anyarray);
+
+-- jsonb: containment and top-level keys (strategies 9 ?, 10 ?|, 11 ?&), as
+-- GIN's jsonb_ops declares them.  The filter store keeps Bloom bits of each
+-- value's leaves and keys (src/filter_jsonb.c); the operators themselves
+-- verify a read record.
+CREATE OPERATOR FAMILY gateann_jsonb_ops USING gateann;
+CREATE OPERATOR CLASS jsonb_filter_ops DEFAULT FOR TYPE jsonb USING gateann
+	FAMILY gateann_jsonb_ops AS
+	OPERATOR 7 @> (jsonb, jsonb),
+	OPERATOR 9 ? (jsonb, text),
+	OPERATOR 10 ?| (jsonb, text[]),
+	OPERATOR 11 ?& (jsonb, text[]);
 
 -- introspection ------------------------------------------------------------
 

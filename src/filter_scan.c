@@ -32,6 +32,9 @@
 #define STRAT_OVERLAP	6
 #define STRAT_CONTAINS	7
 #define STRAT_CONTAINED	8
+#define STRAT_EXISTS	9		/* jsonb ? text */
+#define STRAT_EXISTS_ANY 10		/* jsonb ?| text[] */
+#define STRAT_EXISTS_ALL 11		/* jsonb ?& text[] */
 
 /*
  * A scalar key's passing codes as at most this many runs lets the bulk
@@ -59,8 +62,9 @@ typedef struct FilterKey
 	int			nranges;		/* pass as runs of codes (0: too many runs) */
 	uint8		range_lo[FILTER_MAX_RANGES];
 	uint8		range_len[FILTER_MAX_RANGES];	/* run is lo .. lo + len */
-	uint64	   *masks;			/* bloom */
+	uint64	   *masks;			/* bloom: nmasks of `words` words */
 	int			nmasks;
+	int			words;
 	bool		any_mask;		/* && : any mask; @> : the one mask */
 } FilterKey;
 
@@ -201,6 +205,7 @@ compile_bloom_store(FilterKey *k, Relation index, const GateannFilterColumn *col
 					  &elems, &nulls, &n);
 	k->masks = palloc(sizeof(uint64) * Max(n, 1));
 	k->nmasks = 0;
+	k->words = 1;
 	if (k->strategy == STRAT_CONTAINS)
 	{
 		uint64		mask = 0;
@@ -219,6 +224,76 @@ compile_bloom_store(FilterKey *k, Relation index, const GateannFilterColumn *col
 		k->any_mask = true;
 		if (k->nmasks == 0)
 			*never = true;		/* nothing overlaps an empty set */
+	}
+}
+
+/*
+ * A key on a jsonb column: @> needs every leaf bit of its argument, ? the
+ * key's bits, ?& every key's, ?| some key's (filter_jsonb.c).
+ */
+static void
+compile_jsonb_store(FilterKey *k, bool *never)
+{
+	const int	words = GATEANN_JSONB_BLOOM_WORDS;
+
+	k->words = words;
+	k->nmasks = 0;
+	k->any_mask = false;
+	if (k->search_array)
+	{
+		k->store_all = true;
+		return;
+	}
+	switch (k->strategy)
+	{
+		case STRAT_CONTAINS:
+			k->masks = palloc0(sizeof(uint64) * words);
+			gateann_filter_jsonb_bits(DatumGetJsonbP(k->arg), false, k->masks);
+			k->nmasks = 1;
+			break;
+		case STRAT_EXISTS:
+			{
+				text	   *key = DatumGetTextPP(k->arg);
+
+				k->masks = palloc0(sizeof(uint64) * words);
+				gateann_filter_jsonb_bloom_add(k->masks,
+											   gateann_filter_jsonb_key_hash(VARDATA_ANY(key),
+																			 VARSIZE_ANY_EXHDR(key)));
+				k->nmasks = 1;
+				break;
+			}
+		case STRAT_EXISTS_ANY:
+		case STRAT_EXISTS_ALL:
+			{
+				bool		any = k->strategy == STRAT_EXISTS_ANY;
+				Datum	   *elems;
+				bool	   *nulls;
+				int			n,
+							i;
+
+				deconstruct_array(DatumGetArrayTypeP(k->arg), TEXTOID, -1, false,
+								  TYPALIGN_INT, &elems, &nulls, &n);
+				k->masks = palloc0(sizeof(uint64) * words * Max(n, 1));
+				k->nmasks = any ? 0 : 1;	/* ?& : one mask of every key */
+				for (i = 0; i < n; i++)
+				{
+					text	   *key;
+
+					if (nulls[i])
+						continue;	/* the operators skip NULL keys */
+					key = DatumGetTextPP(elems[i]);
+					gateann_filter_jsonb_bloom_add(k->masks + (any ? (Size) k->nmasks++ * words : 0),
+												   gateann_filter_jsonb_key_hash(VARDATA_ANY(key),
+																				 VARSIZE_ANY_EXHDR(key)));
+				}
+				if (any && k->nmasks == 0)
+					*never = true;	/* no key to have */
+				k->any_mask = any;
+				break;
+			}
+		default:
+			k->store_all = true;	/* verified on the record only */
+			break;
 	}
 }
 
@@ -316,7 +391,7 @@ gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 			*never = true;		/* col op NULL is never true */
 			continue;
 		}
-		if (sk->sk_strategy < STRAT_LT || sk->sk_strategy > STRAT_CONTAINED)
+		if (sk->sk_strategy < STRAT_LT || sk->sk_strategy > STRAT_EXISTS_ALL)
 		{
 			f->recheck = true;	/* not ours: the executor decides */
 			continue;
@@ -357,6 +432,8 @@ gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 			compile_scalar_store(k, index, col, dict, sk->sk_subtype);
 			compile_code_ranges(k);
 		}
+		else if (col->kind == GATEANN_FILTER_KIND_JSONB)
+			compile_jsonb_store(k, never);
 		else
 			compile_bloom_store(k, index, col, never);
 		f->nkeys++;
@@ -386,7 +463,7 @@ key_store_pass(const FilterKey *k, const uint8 *const *cols, uint32 id)
 
 		return (k->pass[code >> 3] & (1 << (code & 7))) != 0;
 	}
-	else
+	else if (k->words == 1)
 	{
 		uint64		bloom;
 		int			m;
@@ -397,6 +474,25 @@ key_store_pass(const FilterKey *k, const uint8 *const *cols, uint32 id)
 		for (m = 0; m < k->nmasks; m++)
 			if ((bloom & k->masks[m]) == k->masks[m])
 				return true;
+		return false;
+	}
+	else
+	{
+		uint64		bloom[GATEANN_JSONB_BLOOM_WORDS];
+		int			m,
+					w;
+
+		memcpy(bloom, cols[k->col] + (Size) id * sizeof(bloom), sizeof(bloom));
+		for (m = 0; m < k->nmasks; m++)
+		{
+			const uint64 *mask = k->masks + (Size) m * GATEANN_JSONB_BLOOM_WORDS;
+
+			for (w = 0; w < GATEANN_JSONB_BLOOM_WORDS; w++)
+				if ((bloom[w] & mask[w]) != mask[w])
+					break;
+			if (w == GATEANN_JSONB_BLOOM_WORDS)
+				return true;	/* any_mask: one suffices; else there is one */
+		}
 		return false;
 	}
 }

@@ -29,15 +29,22 @@
 int
 gateann_filter_store_width(const GateannFilterColumn *col)
 {
-	return col->kind == GATEANN_FILTER_KIND_BLOOM ? (int) sizeof(uint64) : 1;
+	if (col->kind == GATEANN_FILTER_KIND_SCALAR)
+		return 1;
+	return (int) sizeof(uint64) * gateann_filter_bloom_words(col->kind);
 }
 
-/* Scalar columns get a dictionary; arrays of a hashable element, Bloom bits. */
+/*
+ * Scalar columns get a dictionary; arrays of a hashable element and jsonb,
+ * Bloom bits.
+ */
 uint8
 gateann_filter_column_kind(Oid typid)
 {
 	Oid			elem = get_element_type(typid);
 
+	if (typid == JSONBOID)
+		return GATEANN_FILTER_KIND_JSONB;
 	if (OidIsValid(elem) &&
 		OidIsValid(lookup_type_cache(elem, TYPECACHE_HASH_PROC)->hash_proc))
 		return GATEANN_FILTER_KIND_BLOOM;
@@ -406,7 +413,7 @@ gateann_filter_coder_column_init(GateannCoderColumn *cc, const GateannFilterColu
 		cc->cmp = OidIsValid(tce->cmp_proc) ? &tce->cmp_proc_finfo : NULL;
 		cc->dict = gateann_filter_dictionary_values(col, dict);
 	}
-	else
+	else if (col->kind == GATEANN_FILTER_KIND_BLOOM)
 	{
 		TypeCacheEntry *tce;
 
@@ -503,6 +510,22 @@ gateann_filter_coder_code(GateannFilterCoder *coder, const uint8 *filter_area,
 			else
 				code = scalar_code(cc, value);
 			cols[c][id] = code;
+		}
+		else if (cc->col->kind == GATEANN_FILTER_KIND_JSONB)
+		{
+			uint64		bits[GATEANN_JSONB_BLOOM_WORDS] = {0};
+
+			if (overflow)
+				memset(bits, 0xFF, sizeof(bits));	/* unknown: matches anything */
+			else if (notnull)
+			{
+				Jsonb	   *jb = DatumGetJsonbP(value);
+
+				gateann_filter_jsonb_bits(jb, true, bits);
+				if ((Pointer) jb != DatumGetPointer(value))
+					pfree(jb);
+			}
+			memcpy(cols[c] + (Size) id * sizeof(bits), bits, sizeof(bits));
 		}
 		else
 		{

@@ -36,7 +36,7 @@
 
 /* the strategy numbers of ordering and of search operators */
 #define VALIDATE_ORDER_MAX		3	/* 1 L2, 2 inner product, 3 cosine */
-#define VALIDATE_SEARCH_MAX		8	/* 1-5 comparisons, 6-8 arrays */
+#define VALIDATE_SEARCH_MAX		11	/* 1-5 comparisons, 6-8 arrays, 9-11 jsonb keys */
 
 /* A float array read directly (vector.c) */
 static bool
@@ -129,7 +129,7 @@ validate_operators(CatCList *oprlist, const char *opfamilyname, Oid opcintype, b
 							format_operator(oprform->amopopr), oprform->amopstrategy),
 					 errdetail(ordering ?
 							   "Ordering operators use strategies 1 (L2), 2 (inner product) and 3 (cosine)." :
-							   "Search operators use strategies 1-5 (<, <=, =, >=, >) and 6-8 (&&, @>, <@).")));
+							   "Search operators use strategies 1-5 (<, <=, =, >=, >), 6-8 (&&, @>, <@) and 9-11 (?, ?|, ?&).")));
 			*ok = false;
 			continue;
 		}
