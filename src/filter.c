@@ -28,6 +28,7 @@
 #include "port/pg_bitutils.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -255,6 +256,7 @@ gateann_filter_slot_types(const GateannMetaPageData *meta, GateannSlotType *type
 
 	for (c = 0; c < meta->nfilter; c++)
 	{
+		types[c].is_jsonb = meta->filter[c].typid == JSONBOID;
 		types[c].elemtype = get_element_type(meta->filter[c].typid);
 		if (OidIsValid(types[c].elemtype))
 			get_typlenbyvalalign(types[c].elemtype, &types[c].elemlen,
@@ -315,6 +317,82 @@ slot_array_sane(const ArrayType *a, uint32 len, const GateannSlotType *t)
 	return true;
 }
 
+/*
+ * Is the jsonb container at jc (size bytes) one whose every entry, key and
+ * nested container lies inside it?  The jsonb functions trust their input
+ * (offsets, lengths, a numeric's digits); this is what they would trust.
+ * A nested container is smaller than its parent: the recursion ends.
+ */
+static bool
+slot_jsonb_container_sane(const JsonbContainer *jc, uint32 size)
+{
+	uint32		count,
+				kind,
+				nentries,
+				avail,
+				i;
+
+	if (size < sizeof(uint32))
+		return false;
+	count = jc->header & JB_CMASK;
+	kind = jc->header & ~JB_CMASK;
+	if (count > size / sizeof(JEntry))
+		return false;
+	if (kind == JB_FOBJECT)
+		nentries = count * 2;
+	else if (kind == JB_FARRAY || (kind == (JB_FARRAY | JB_FSCALAR) && count == 1))
+		nentries = count;
+	else
+		return false;
+	if (sizeof(uint32) + (uint64) nentries * sizeof(JEntry) > size)
+		return false;
+	avail = size - sizeof(uint32) - nentries * sizeof(JEntry);
+	for (i = 0; i < nentries; i++)
+	{
+		JEntry		je = jc->children[i];
+		uint32		off = getJsonbOffset(jc, i);
+		uint32		len = getJsonbLength(jc, i);
+		const char *data = (const char *) &jc->children[nentries];
+		uint32		pad = INTALIGN(off) - off;
+
+		if ((uint64) off + len > avail)
+			return false;
+		if (kind == JB_FOBJECT && i < count && !JBE_ISSTRING(je))
+			return false;		/* keys are strings */
+		switch (je & JENTRY_TYPEMASK)
+		{
+			case JENTRY_ISSTRING:
+			case JENTRY_ISBOOL_FALSE:
+			case JENTRY_ISBOOL_TRUE:
+			case JENTRY_ISNULL:
+				break;
+			case JENTRY_ISNUMERIC:
+				{
+					const char *num = data + off + pad;
+					uint16		nheader;
+
+					/* a 4-byte header, then the numeric's own, then digits */
+					if (len < pad + VARHDRSZ + sizeof(uint16) || !VARATT_IS_4B_U(num) ||
+						VARSIZE(num) > len - pad)
+						return false;
+					memcpy(&nheader, num + VARHDRSZ, sizeof(uint16));
+					if (VARSIZE(num) < VARHDRSZ + sizeof(uint16) * ((nheader & 0x8000) ? 1 : 2))
+						return false;
+					break;
+				}
+			case JENTRY_ISCONTAINER:
+				if (len < pad ||
+					!slot_jsonb_container_sane((const JsonbContainer *) (data + off + pad),
+											   len - pad))
+					return false;
+				break;
+			default:
+				return false;
+		}
+	}
+	return true;
+}
+
 GateannSlot
 gateann_filter_read(const GateannMetaPageData *meta, const uint8 *area, int col,
 					const GateannSlotType *types, Datum *value)
@@ -345,6 +423,9 @@ gateann_filter_read(const GateannMetaPageData *meta, const uint8 *area, int col,
 		return GATEANN_SLOT_DAMAGED;
 	if (OidIsValid(types[col].elemtype) &&
 		!slot_array_sane((const ArrayType *) v, len, &types[col]))
+		return GATEANN_SLOT_DAMAGED;
+	if (types[col].is_jsonb &&
+		!slot_jsonb_container_sane((const JsonbContainer *) VARDATA(v), len - VARHDRSZ))
 		return GATEANN_SLOT_DAMAGED;
 	*value = PointerGetDatum(v);
 	return GATEANN_SLOT_VALUE;

@@ -72,6 +72,7 @@ typedef enum GateannSlot
 /* Element type of an array filter column, looked up once (for the checks) */
 typedef struct GateannSlotType
 {
+	bool		is_jsonb;
 	Oid			elemtype;		/* InvalidOid: not an array */
 	int16		elemlen;
 	bool		elembyval;

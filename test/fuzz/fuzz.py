@@ -3,7 +3,7 @@
 
 Standard library only; talks to the server through psql.  Phases:
   tables    generated tables (random dims, NULL and duplicate vectors, zero vectors, large
-            finite values; filter columns int4, text, int4[], bool, float8, date with NULLs),
+            finite values; filter columns int4, text, int4[], bool, float8, date, jsonb with NULLs),
             indexed with random options (refusals of invalid ones count as inputs)
   queries   random filtered ORDER BY ... LIMIT k queries through the index, in every filter
             mode, io_method, iterative_scan and tunnel_batch, under a shared-memory budget
@@ -32,6 +32,7 @@ The last line: "fuzz: N inputs, N queries, N kills, N damaged indexes, N crashes
 N missing rows".
 """
 import argparse
+import json
 import os
 import struct
 import random
@@ -131,7 +132,49 @@ class Fuzz:
         flag = self.rng.choice(["true", "false", "NULL"])
         f = "NULL" if self.rng.random() < 0.05 else f"{self.rng.uniform(0, 100):.3f}"
         d = "NULL" if self.rng.random() < 0.05 else f"date '2020-01-01' + {self.rng.randrange(0, 365)}"
-        return f"({i}, {v}, {a}, {b}, {tags}, {flag}, {f}, {d})"
+        m = "NULL" if self.rng.random() < 0.05 else self.jsonb(self.jdoc(2))
+        return f"({i}, {v}, {a}, {b}, {tags}, {flag}, {f}, {d}, {m})"
+
+    # jsonb documents: few keys and values, so that queries hit; numbers
+    # as 1 and 1.0 (equal in jsonb), nested objects, arrays, top-level arrays
+    # and raw scalars, and now and then a value too long for the index's copy
+    def jscalar(self):
+        r = self.rng
+        return r.choice([r.randrange(0, 4), 1.0, 2.5, f"s{r.randrange(0, 4)}", True, False, None])
+
+    def jdoc(self, depth):
+        r = self.rng
+        x = r.random()
+        if x < 0.05:
+            return [self.jscalar() for _ in range(r.randrange(0, 4))]
+        if x < 0.08:
+            return self.jscalar()
+        doc = {}
+        for _ in range(r.randrange(0, 5)):
+            y = r.random()
+            key = f"k{r.randrange(0, 6)}"
+            if y < 0.6 or depth == 0:
+                doc[key] = self.jscalar()
+            elif y < 0.8:
+                doc[key] = [self.jscalar() for _ in range(r.randrange(0, 4))]
+            else:
+                doc[key] = self.jdoc(depth - 1)
+        if r.random() < 0.05:
+            doc["long"] = "y" * 300
+        return doc
+
+    def jquery(self):
+        # a small piece of a document: what a query asks a value to contain
+        r = self.rng
+        q = self.jdoc(1)
+        if isinstance(q, dict):
+            q.pop("long", None)
+            q = dict(list(q.items())[:r.randrange(0, 3)])
+        return q
+
+    @staticmethod
+    def jsonb(value):
+        return "'" + json.dumps(value).replace("'", "''") + "'::jsonb"
 
     def make_table(self, t):
         dims = self.rng.randrange(2, 25)
@@ -159,10 +202,10 @@ class Fuzz:
             opts.append(f"locality_order = {self.rng.choice(['on', 'off'])}")
         with_ = f" WITH ({', '.join(opts)})" if opts else ""
         sql = f"""DROP TABLE IF EXISTS t{t};
-CREATE TABLE t{t} (id int, v real[], a int, b text{coll}, tags int[], flag bool, f float8, d date);
+CREATE TABLE t{t} (id int, v real[], a int, b text{coll}, tags int[], flag bool, f float8, d date, m jsonb);
 INSERT INTO t{t} VALUES {rows};
 SET maintenance_work_mem = '256MB';
-CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, a, b, tags, flag, f, d){with_};
+CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, a, b, tags, flag, f, d, m){with_};
 """
         self.counts["inputs"] += n + 1
         out, err, _ = self.psql(sql, check=False)
@@ -175,7 +218,7 @@ CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, 
                 self.fail(f"CREATE INDEX failed: {err.strip()[:400]}\noptions: {with_}")
             # retry with defaults: the table still needs an index
             _, err2, _ = self.psql(f"CREATE INDEX t{t}_idx ON t{t} USING gateann "
-                                   f"(v {ops[self.tables[t]['metric']]}, a, b, tags, flag, f, d);", check=False)
+                                   f"(v {ops[self.tables[t]['metric']]}, a, b, tags, flag, f, d, m);", check=False)
             if "ERROR" in err2 and "beyond the magnitude" in err2:
                 # L2/IP refuse magnitudes over 1e16: our generator stays under 1e15, so no
                 self.fail(f"magnitude refused: {err2.strip()[:300]}")
@@ -206,6 +249,12 @@ CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, 
             lambda: "flag = false",
             lambda: f"f > {r.uniform(0, 100):.2f}",
             lambda: f"d <= date '2020-01-01' + {r.randrange(0, 365)}",
+            lambda: f"m @> {self.jsonb(self.jquery())}",
+            lambda: f"m @> {self.jsonb(self.jquery())}",
+            lambda: f"m ? 'k{r.randrange(0, 7)}'",
+            lambda: f"m ? 's{r.randrange(0, 4)}'",
+            lambda: f"m ?| '{{k{r.randrange(0, 7)},s{r.randrange(0, 4)}}}'",
+            lambda: f"m ?& '{{{','.join(f'k{x}' for x in r.sample(range(7), r.randrange(0, 3)))}}}'",
         ]
         n = r.choice([0, 1, 1, 2, 2, 3])
         preds = [r.choice(choices)() for _ in range(n)]

@@ -217,6 +217,45 @@ like(far_scan_error(), qr/XX002: gateann index "t_idx" is damaged: node 0 points
 like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
 	qr/node 0: heap TID \(3504935476,1\) beyond the table/, 'gateann_verify reports it');
 
+# A jsonb filter value whose container header is damaged (bytes damaged
+# without checksums; test/fuzz found it): the loader, coding the filter
+# store from the records, handed it to the jsonb iterator, which failed
+# with "unknown type of jsonb container" (XX000) or read past the copy.
+# A record's jsonb copy is checked before any jsonb function sees it.
+# In the record: a uint32 length, the varlena header, the container header
+# (count 1, an object), two entries, then "marker" and its value.
+$node->safe_psql('postgres', q{
+CREATE TABLE tj (id int, v real[], m jsonb) WITH (autovacuum_enabled = off);
+INSERT INTO tj SELECT id, v, jsonb_build_object('k', id % 5) FROM t;
+UPDATE tj SET m = '{"marker": "qqqqqqqqqqqq"}' WHERE id = 7;
+CREATE INDEX tj_idx ON tj USING gateann (v, m);
+CHECKPOINT;
+});
+$path = $node->data_dir . '/' .
+  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('tj_idx')});
+$node->stop;
+open(my $jf, '+<', $path) or die "open $path: $!";
+binmode $jf;
+my $jfile = do { local $/; <$jf> };
+my $jpos = index($jfile, 'markerqqqqqqqqqqqq');
+cmp_ok($jpos, '>', 12, 'the jsonb value is in the index file');
+is(unpack('V', substr($jfile, $jpos - 12, 4)), 0x20000001, 'after its container header');
+seek($jf, $jpos - 12, 0);
+print $jf pack('V', 0x2000FFFF);	# 65535 keys
+close $jf;
+$node->start;
+($ret, $out, $err) = $node->psql('postgres',
+	q{SET enable_seqscan = off;
+SELECT id FROM tj WHERE m @> '{"k": 2}' ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 3},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+like($err, qr/XX002: gateann index "tj_idx": a record's copy of filter column 2 is damaged/,
+	'a damaged jsonb copy is damage, named as such');
+is($node->safe_psql('postgres', q{SELECT 1}), '1', 'the server did not crash');
+$node->safe_psql('postgres', q{REINDEX INDEX tj_idx});
+is($node->safe_psql('postgres',
+	q{SET enable_seqscan = off; SELECT id FROM tj WHERE m ? 'marker' ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 1}),
+	'7', 'REINDEX repairs it');
+
 $node->stop;
 
 # With data checksums, a damaged vector component fails the page's
