@@ -153,6 +153,8 @@ def _summarize_shapes(rj):
         g = {"shape": f["shape"], "metric": f["metric"], "n": f.get("n"), "dim": f.get("dim"),
              "gateann_build_s": f.get("gateann_build_s"), "hnsw_build_s": f.get("hnsw_build_s"),
              "vchordrq_build_s": f.get("vchordrq_build_s"),
+             "gateann_jsonb_build_s": f.get("gateann_jsonb_build_s"),
+             "gateann_expr_build_s": f.get("gateann_expr_build_s"),
              "self_top1": {e: f[k] for e, k in (("gate", "self_top1_gateann_gate"),
                                                  ("post", "self_top1_gateann_post"),
                                                  ("pgvector", "self_top1_pgvector"),
@@ -747,6 +749,48 @@ def t_speed_more(runs, n):
                "reached it; never (gateann's best recall): gateann did not."] + [""] + footnotes([r]))
 
 
+FILTER_FORMS = [("gateann_gate", "int column"), ("gateann_jsonb", "jsonb @>"),
+                ("gateann_expr", "->> expression column"), ("gateann_post", "int column, post")]
+
+
+def t_filter_forms(runs):
+    """The same filter as an int filter column, a jsonb @> on a jsonb filter
+    column and an ->> expression column (gate mode each), and the int column
+    in post mode: best QPS at recall@10 >= 0.95 with its reads per query, from
+    the newest shapes run that measured the jsonb engines."""
+    cand = [r for r in newest_first(of_kind(runs, "shapes"))
+            if any(p["engine"] == "gateann_jsonb" for p in r.get("points", []))]
+    if not cand:
+        return not_measured("`bench/run.sh shapes --shapes sentences_384 --engines "
+                            "gateann_gate,gateann_jsonb,gateann_expr,gateann_post`")
+    r = cand[0]
+    rows = []
+    for f in sorted(r.get("facts", []), key=lambda f: _shape_key((f["shape"], f["metric"]))):
+        shape, metric = f["shape"], f["metric"]
+        for wl in [w for w in SPEED_WORKLOADS if w != "none"
+                   and any(p["workload"] == w and p["shape"] == shape for p in r["points"])]:
+            cells = []
+            for engine, _ in FILTER_FORMS:
+                b = _best_qps(r, shape, metric, wl, engine)
+                if b is None:
+                    cells.append("–")
+                elif b[0] is None:
+                    cells.append(f"never (max {f3(b[2])})")
+                else:
+                    p = _pt(r, shape, metric, wl, engine, b[1])
+                    cells.append(f"{fint(b[0])} (L {b[1]}, {f3(b[2])}, {fint(p.get('reads'))} reads)")
+            rows.append([shape, wl] + cells)
+    builds = ", ".join(f"{f['shape']}: int columns {f.get('gateann_build_s')} s, jsonb "
+                       f"{f.get('gateann_jsonb_build_s')} s, expressions {f.get('gateann_expr_build_s')} s"
+                       for f in r.get("facts", []))
+    return (table(["shape", "workload"] + [label for _, label in FILTER_FORMS], rows)
+            + ["", "Cells: best QPS with one client at recall@10 ≥ 0.95 (L, recall, records "
+               "read per query); the label of a row is an int column, or a key of one jsonb value "
+               "per row ({\"u10\": 3, ...}) filtered with `meta @> '{\"u10\": 3}'` or with "
+               f"`(meta ->> 'u10') = '3'` on an index of those expressions. Builds: {builds}."]
+            + [""] + footnotes([r]))
+
+
 def t_shapes_1m(runs):
     """1M rows, each shape and workload: gate, post, pgvector in the same run."""
     rows, used, seen = [], [], set()
@@ -1083,6 +1127,7 @@ TABLES = {
     "matrix_100k": lambda runs: t_matrix(runs, 100000),
     "speed_100k": lambda runs: t_speed(runs, 100000),
     "speed_100k_more": lambda runs: t_speed_more(runs, 100000),
+    "filter_forms": t_filter_forms,
     "writes": t_writes,
     "writes_recall": t_writes_recall,
     "mix": t_mix,

@@ -27,7 +27,11 @@ Workloads (filter columns on every table):
               centre's, so its matches lie around it (a filter that follows
               the query)
 
-Engines: gateann in gate mode and in post mode (the same index), pgvector HNSW
+Engines: gateann in gate mode and in post mode (the same index), gateann_jsonb
+and gateann_expr (gate mode on a copy of the rows whose labels are one jsonb
+value, {"u10": 3, ...}: filtered with meta @> '{"u10": 3}' through a gateann
+index on the jsonb column, or with (meta ->> 'u10') = '3' through one on
+expression columns; filtered workloads only), pgvector HNSW
 (iterative scan relaxed_order, hnsw.ef_search = L) when the server has it,
 and VectorChord (vchordrq) when the server has it preloaded: lists = about
 sqrt(rows), vchordrq.probes = L / 1000 of them, otherwise its defaults
@@ -297,12 +301,13 @@ def _copy_rows(x: np.ndarray, cols: dict, names: list[str]):
 
 
 def load_table(conn, table: str, x: np.ndarray, cols: dict, with_vector: bool,
-               with_vchord: bool = False) -> None:
+               with_vchord: bool = False, with_jsonb: bool = False) -> None:
     """The table gateann indexes (real[]); with_vector: a copy as pgvector's
     vector for HNSW (table_v); with_vchord: another for VectorChord
-    (table_c, so that each query has one index to choose)."""
+    (table_c, so that each query has one index to choose); with_jsonb: a copy
+    whose labels are one jsonb value (table_j)."""
     names = sorted(cols)
-    conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_v, {table}_c CASCADE")
+    conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_v, {table}_c, {table}_j CASCADE")
     conn.execute(f"CREATE TABLE {table} (id bigint PRIMARY KEY, "
                  + "".join(f"{c} int4, " for c in names) + "embedding real[])")
     with conn.cursor() as cur, cur.copy(f"COPY {table} FROM STDIN (FORMAT binary)") as cp:
@@ -317,6 +322,11 @@ def load_table(conn, table: str, x: np.ndarray, cols: dict, with_vector: bool,
     if with_vchord:
         conn.execute(f"CREATE TABLE {table}_c AS SELECT * FROM {table}_v")
         conn.execute(f"VACUUM ANALYZE {table}_c")
+    if with_jsonb:
+        conn.execute(f"CREATE TABLE {table}_j AS SELECT id, jsonb_build_object("
+                     + ", ".join(f"'{c}', {c}" for c in names)
+                     + f") AS meta, embedding FROM {table}")
+        conn.execute(f"VACUUM ANALYZE {table}_j")
 
 
 # --------------------------------------------------------------------------
@@ -331,9 +341,24 @@ def _lit(v: np.ndarray, engine: str) -> str:
     return "'{" + body + "}'::real[]" if engine.startswith("gateann") else f"'[{body}]'::vector"
 
 
+# gateann engines whose filter is a form of the jsonb value (table_j)
+JSONB_ENGINES = ("gateann_jsonb", "gateann_expr")
+
+
 # Engine -> the table it queries (load_table)
 def engine_table(table: str, engine: str) -> str:
+    if engine in JSONB_ENGINES:
+        return table + "_j"
     return table if engine.startswith("gateann") else table + ("_c" if engine == "vchordrq" else "_v")
+
+
+def filter_sql(engine: str, wl: str, value: int) -> str:
+    """The workload's condition as the engine's table holds the label."""
+    if engine == "gateann_jsonb":
+        return f"meta @> '{{\"{wl}\": {value}}}'"
+    if engine == "gateann_expr":
+        return f"(meta ->> '{wl}') = '{value}'"
+    return f"{wl} = {value}"
 
 
 def vchord_lists(n: int) -> int:
@@ -354,7 +379,7 @@ def query_sql(table: str, metric: str, engine: str, q: np.ndarray, wl: str,
     tbl = engine_table(table, engine)
     out = []
     for i, v in enumerate(q):
-        where = "" if wl == "none" else f"WHERE {wl} = {int(params[wl][i])}"
+        where = "" if wl == "none" else f"WHERE {filter_sql(engine, wl, int(params[wl][i]))}"
         out.append(f"SELECT id FROM {tbl} {where} ORDER BY embedding {op} {_lit(v, engine)} "
                    f"LIMIT {K}")
     return out
@@ -424,7 +449,8 @@ def engine_settings(conn, engine: str, L: int, n: int = 0) -> None:
         # gateann_walk: a memory walk reading the best 20, then 40, ... (gate mode)
         walk = engine == "gateann_walk"
         conn.execute(f"SET gateann.search_list_size = {L}")
-        conn.execute(f"SET gateann.filter_mode = '{'gate' if walk else engine.split('_')[1]}'")
+        mode = "post" if engine == "gateann_post" else "gate"
+        conn.execute(f"SET gateann.filter_mode = '{mode}'")
         conn.execute(f"SET gateann.read_list_size = {20 if walk else 0}")
     else:
         conn.execute(f"SET hnsw.ef_search = {L}")
@@ -486,8 +512,9 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     if "vchordrq" in engines:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vchord")
+    with_jsonb = any(e in JSONB_ENGINES for e in engines)
     load_table(conn, table, x, cols, "pgvector" in engines or "vchordrq" in engines,
-               "vchordrq" in engines)
+               "vchordrq" in engines, with_jsonb)
     ops = OPS[metric]
     fact = {"shape": shape.name, "metric": metric, "n": opt.n, "dim": shape.dim,
             "note": shape.note}
@@ -501,6 +528,19 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     names = [d.name for d in conn.execute(f"SELECT * FROM gateann_index_info('{table}_gateann')"
                                           ).description]
     fact["gateann_info"] = dict(zip(names, info))
+    if "gateann_jsonb" in engines:
+        t0 = time.monotonic()
+        conn.execute(f"CREATE INDEX {table}_j_jsonb ON {table}_j USING gateann "
+                     f"(embedding {ops[1]}, meta){with_}")
+        fact["gateann_jsonb_build_s"] = round(time.monotonic() - t0, 2)
+    if "gateann_expr" in engines:
+        t0 = time.monotonic()
+        conn.execute(f"CREATE INDEX {table}_j_expr ON {table}_j USING gateann "
+                     f"(embedding {ops[1]}, " + ", ".join(f"((meta ->> '{c}'))" for c in sorted(cols))
+                     + f"){with_}")
+        fact["gateann_expr_build_s"] = round(time.monotonic() - t0, 2)
+    if with_jsonb:
+        conn.execute(f"ANALYZE {table}_j")
     if "pgvector" in engines:
         t0 = time.monotonic()
         conn.execute(f"CREATE INDEX {table}_hnsw ON {table}_v USING hnsw (embedding {ops[2]}) "
@@ -520,6 +560,8 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     # stored rows as queries: do they find themselves?
     selfq = x[_rng(sid, 20).choice(len(x), opt.nself, replace=False)]
     for engine in engines:
+        if engine in JSONB_ENGINES:
+            continue            # no filter: the same search as gateann_gate
         engine_settings(conn, engine, 100, opt.n)
         found, _, _ = run_queries(conn, engine,
                                   query_sql(table, metric, engine, selfq, "none", params))
@@ -533,8 +575,8 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     extra = {nc: [connect() for _ in range(nc)] for nc in opt.clients if nc > 1}
     for wl in opt.workloads:
         for engine in engines:
-            if wl == "none" and engine == "gateann_post":
-                continue        # no filter: post is the same search as gate
+            if wl == "none" and (engine == "gateann_post" or engine in JSONB_ENGINES):
+                continue        # no filter: the same search as gate
             statements = query_sql(table, metric, engine, q, wl, params)
             for L in (opt.post_L or opt.L) if engine == "gateann_post" else opt.L:
                 engine_settings(conn, engine, L, opt.n)
@@ -563,7 +605,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     for cs in extra.values():
         for c in cs:
             c.close()
-    conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_v, {table}_c CASCADE")
+    conn.execute(f"DROP TABLE IF EXISTS {table}, {table}_v, {table}_c, {table}_j CASCADE")
 
 
 # --------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 /*
  * filter_jsonb.c — the filter store's Bloom bits of a jsonb filter column.
  *
- * A node's 128 bits hold three bits for each of
+ * A node's 256 bits hold three bits for each of
  *   - a leaf: a scalar together with the path of object keys that leads to
  *     it, array positions left out (so that an array's elements share their
  *     array's path: containment ignores their order);
