@@ -287,6 +287,9 @@ def summarize(path):
         out.update(_summarize_mix(rj))
     elif rj.get("kind") == "memory":
         out.update(kind="memory", memory=rj.get("memory"), points=rj.get("points"))
+    elif rj.get("kind") == "plans":
+        out.update(kind="plans", server=_server(rj.get("server")), settings=rj.get("settings"),
+                   points=rj.get("points"))
     elif "missed_at_1000" in rj:
         out.update(kind="eviction", commit=rj.get("commit"), seconds=rj.get("seconds"),
                    command=(re.search(r"`([^`]*)`", summary_md) or [None, None])[1])
@@ -791,6 +794,39 @@ def t_filter_forms(runs):
             + [""] + footnotes([r]))
 
 
+def t_plans(runs):
+    """The plan the planner chose by filter and table size, and its time over
+    the fastest forced plan's, from the newest `bench/run.sh plans` run."""
+    cand = of_kind(runs, "plans")
+    if not cand:
+        return not_measured("`bench/run.sh plans --sizes 1000,5000,20000,100000`")
+    r = cand[0]
+    sizes = sorted({p["rows"] for p in r["points"]})
+    filters = list(dict.fromkeys(p["filter"] for p in r["points"]))
+    short_plan = {"gateann": "gateann", "btree + sort": "btree", "seq scan + sort": "seq"}
+    rows = []
+    for f in filters:
+        cells = []
+        for n in sizes:
+            p = next((q for q in r["points"] if q["rows"] == n and q["filter"] == f), None)
+            if p is None:
+                cells.append("–")
+                continue
+            best = min(p["ms"], key=p["ms"].get)
+            cells.append(f"{short_plan[p['chosen']]} {p['chosen_over_best']:.2f}×"
+                         + ("" if p["chosen"] == best else f" ({short_plan[best]} {p['ms'][best]:.2f} ms)"))
+        sel = next(q["selectivity"] for q in r["points"] if q["filter"] == f)
+        rows.append([f, f"{sel:.2%}" if sel else "–"] + cells)
+    return (table(["filter", "matches"] + [rows_label(n) for n in sizes], rows)
+            + ["", "Cells: the plan chosen for `WHERE <filter> ORDER BY v <-> q LIMIT 10` (gateann; "
+               "btree: a btree on the filter column and a sort; seq: a sequential scan and a sort) "
+               "and its time over the fastest of the three forced on the same queries (in brackets "
+               "when another was fastest). x1 / x10 are not gateann index columns: the executor "
+               "filters above the scan. Recall@10 of every chosen plan: "
+               f"{f3(min(p.get('recall') or 0 for p in r['points']))} or more."]
+            + [""] + footnotes([r]))
+
+
 def t_shapes_1m(runs):
     """1M rows, each shape and workload: gate, post, pgvector in the same run."""
     rows, used, seen = [], [], set()
@@ -1128,6 +1164,7 @@ TABLES = {
     "speed_100k": lambda runs: t_speed(runs, 100000),
     "speed_100k_more": lambda runs: t_speed_more(runs, 100000),
     "filter_forms": t_filter_forms,
+    "plans": t_plans,
     "writes": t_writes,
     "writes_recall": t_writes_recall,
     "mix": t_mix,

