@@ -34,30 +34,13 @@ if [ "${GATEANN_CLIENT_LANGCHAIN:-1}" != 0 ] && ! "$PY" -c 'import langchain_pos
 fi
 
 # --- the server -----------------------------------------------------------------------------
-# The socket in WORKDIR unless its path would be too long for a unix socket (107 bytes).
-SOCK=$OUT/sock
-[ ${#SOCK} -gt 80 ] && SOCK=$(mktemp -d "${TMPDIR:-/tmp}/gateann-client.XXXXXX")
-mkdir -p "$SOCK"
-# a TCP port nobody listens on (listen_addresses is empty, but the port names the socket)
-PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-rm -rf "$DATA"
-"$BINDIR/initdb" -D "$DATA" -A trust --no-locale --encoding=UTF8 >"$OUT/initdb.log" 2>&1
-cat >>"$DATA/postgresql.conf" <<EOF
-listen_addresses = ''
-unix_socket_directories = '$SOCK'
-port = $PORT
-shared_preload_libraries = 'gateann'
-fsync = off
-max_connections = 20
-shared_buffers = 64MB
-log_min_messages = warning
-EOF
-stop() {
-  "$BINDIR/pg_ctl" -D "$DATA" -m fast stop >/dev/null 2>&1 || true
-  [ "$SOCK" = "$OUT/sock" ] || rm -rf "$SOCK"
-}
+# shellcheck source=../lib/cluster.sh
+. "$HERE/../lib/cluster.sh"
+cluster_start "$BINDIR" "$OUT" "log_min_messages = warning"
+SOCK=$CLUSTER_SOCK
+PORT=$CLUSTER_PORT
+stop() { cluster_stop fast; }
 trap stop EXIT
-"$BINDIR/pg_ctl" -D "$DATA" -l "$OUT/server.log" -w start >/dev/null
 echo "server: $("$BINDIR/postgres" --version), socket $SOCK, port $PORT"
 "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$SOCK" -p "$PORT" -d postgres -c 'CREATE EXTENSION gateann'
 

@@ -10,36 +10,18 @@ BINDIR=$1
 OUT=$2
 shift 2
 HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/cluster.sh
+. "$HERE/../lib/cluster.sh"
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
-DATA=$OUT/data
-SOCK=$(mktemp -d "${TMPDIR:-/tmp}/gateann-fuzz.XXXXXX")
-rm -rf "$DATA"
-"$BINDIR/initdb" -D "$DATA" -A trust --no-locale --encoding=UTF8 >"$OUT/initdb.log" 2>&1
-# a port nobody listens on (the socket lives in our own directory, so only the number matters
-# for the lock file; pick one from our pid to keep parallel runs apart)
-PORT=$((20000 + $$ % 20000))
-cat >>"$DATA/postgresql.conf" <<EOF
-listen_addresses = ''
-unix_socket_directories = '$SOCK'
-port = $PORT
-shared_preload_libraries = 'gateann'
-fsync = off
-max_connections = 20
-shared_buffers = 64MB
-restart_after_crash = on
-log_min_messages = log
-log_min_error_statement = panic
-EOF
-stop() {
-  "$BINDIR/pg_ctl" -D "$DATA" -m immediate stop >/dev/null 2>&1 || true
-  rm -rf "$SOCK"
-}
+cluster_start "$BINDIR" "$OUT" "restart_after_crash = on" "log_min_messages = log" \
+  "log_min_error_statement = panic"
+DATA=$CLUSTER_DATA
+stop() { cluster_stop immediate; }
 trap stop EXIT
-"$BINDIR/pg_ctl" -D "$DATA" -l "$OUT/server.log" -w start >/dev/null
 set +e
 python3 -u "$HERE/fuzz.py" --bindir "$BINDIR" --datadir "$DATA" --serverlog "$OUT/server.log" \
-  --host "$SOCK" --port "$PORT" "$@" 2>&1 | tee "$OUT/fuzz.log"
+  --host "$CLUSTER_SOCK" --port "$CLUSTER_PORT" "$@" 2>&1 | tee "$OUT/fuzz.log"
 rc=${PIPESTATUS[0]}
 set -e
 if [ "$rc" -ne 0 ]; then
