@@ -528,30 +528,26 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
     names = [d.name for d in conn.execute(f"SELECT * FROM gateann_index_info('{table}_gateann')"
                                           ).description]
     fact["gateann_info"] = dict(zip(names, info))
+    def timed_build(key: str, sql: str) -> None:
+        t0 = time.monotonic()
+        conn.execute(sql)
+        fact[key] = round(time.monotonic() - t0, 2)
     if "gateann_jsonb" in engines:
-        t0 = time.monotonic()
-        conn.execute(f"CREATE INDEX {table}_j_jsonb ON {table}_j USING gateann "
-                     f"(embedding {ops[1]}, meta){with_}")
-        fact["gateann_jsonb_build_s"] = round(time.monotonic() - t0, 2)
+        timed_build("gateann_jsonb_build_s", f"CREATE INDEX {table}_j_jsonb ON {table}_j "
+                    f"USING gateann (embedding {ops[1]}, meta){with_}")
     if "gateann_expr" in engines:
-        t0 = time.monotonic()
-        conn.execute(f"CREATE INDEX {table}_j_expr ON {table}_j USING gateann "
-                     f"(embedding {ops[1]}, " + ", ".join(f"((meta ->> '{c}'))" for c in sorted(cols))
-                     + f"){with_}")
-        fact["gateann_expr_build_s"] = round(time.monotonic() - t0, 2)
+        timed_build("gateann_expr_build_s", f"CREATE INDEX {table}_j_expr ON {table}_j "
+                    f"USING gateann (embedding {ops[1]}, "
+                    + ", ".join(f"((meta ->> '{c}'))" for c in sorted(cols)) + f"){with_}")
     if with_jsonb:
         conn.execute(f"ANALYZE {table}_j")
     if "pgvector" in engines:
-        t0 = time.monotonic()
-        conn.execute(f"CREATE INDEX {table}_hnsw ON {table}_v USING hnsw (embedding {ops[2]}) "
-                     f"WITH ({opt.pgvector_with})")
-        fact["hnsw_build_s"] = round(time.monotonic() - t0, 2)
+        timed_build("hnsw_build_s", f"CREATE INDEX {table}_hnsw ON {table}_v USING hnsw "
+                    f"(embedding {ops[2]}) WITH ({opt.pgvector_with})")
     if "vchordrq" in engines:
-        t0 = time.monotonic()
-        conn.execute(f"CREATE INDEX {table}_vchordrq ON {table}_c USING vchordrq "
-                     f"(embedding {ops[2]}) WITH (options = $$\n[build.internal]\n"
-                     f"lists = [{vchord_lists(opt.n)}]\n$$)")
-        fact["vchordrq_build_s"] = round(time.monotonic() - t0, 2)
+        timed_build("vchordrq_build_s", f"CREATE INDEX {table}_vchordrq ON {table}_c USING vchordrq "
+                    f"(embedding {ops[2]}) WITH (options = $$\n[build.internal]\n"
+                    f"lists = [{vchord_lists(opt.n)}]\n$$)")
     facts.append(fact)
     masks = {wl: (None if wl == "none" else cols[wl][None, :] == params[wl][:, None])
              for wl in opt.workloads}
