@@ -361,13 +361,16 @@ CREATE OPERATOR CLASS text_array_filter_ops DEFAULT FOR TYPE text[] USING gatean
 	OPERATOR 7 @> (anyarray, anyarray),
 	OPERATOR 8 <@ (anyarray, anyarray);
 
--- jsonb: containment and top-level keys (strategies 9 ?, 10 ?|, 11 ?&), as
--- GIN's jsonb_ops declares them.  The filter store keeps Bloom bits of each
+-- jsonb: equality, containment and top-level keys (strategies 9 ?, 10 ?|,
+-- 11 ?&), as GIN's jsonb_ops declares them; equality for an expression
+-- column such as (meta -> 'k'), which `meta -> 'k' = '"v"'` (Django's
+-- meta__k = 'v') then reaches.  The filter store keeps Bloom bits of each
 -- value's leaves and keys (src/filter_jsonb.c); the operators themselves
 -- verify a read record.
 CREATE OPERATOR FAMILY gateann_jsonb_ops USING gateann;
 CREATE OPERATOR CLASS jsonb_filter_ops DEFAULT FOR TYPE jsonb USING gateann
 	FAMILY gateann_jsonb_ops AS
+	OPERATOR 3 = (jsonb, jsonb),
 	OPERATOR 7 @> (jsonb, jsonb),
 	OPERATOR 9 ? (jsonb, text),
 	OPERATOR 10 ?| (jsonb, text[]),

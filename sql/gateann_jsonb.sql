@@ -26,6 +26,12 @@ EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE meta @> '{"cat": 3}' ORDER BY v <-> 
 EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE meta ? 'rare' AND meta ?| '{a,b}' AND meta ?& '{cat,lang}'
   ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
 
+-- an expression column (meta -> 'lang') takes equality of jsonb values: the
+-- form Django writes for meta__lang = 'de'
+CREATE INDEX jb_lang ON jb USING gateann (v, (meta -> 'lang'), (meta -> 'tags'));
+EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE meta -> 'lang' = '"de"'
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+
 -- an index scan returns a sequential scan's rows for each form
 CREATE FUNCTION jb_ids(pred text, use_index bool) RETURNS text LANGUAGE plpgsql AS $$
 DECLARE r text;
@@ -55,7 +61,10 @@ SELECT pred, jb_ids(pred, true) = jb_ids(pred, false) AS same, jb_ids(pred, true
                ('meta ?& ''{}'''),
                ('meta ? ''rare'' AND id BETWEEN -5 AND -1'),   -- the array and the raw scalar
                ('meta ? ''b'''),                               -- not at the top level
-               ('meta ? ''rare'' AND meta @> ''{"lang": "fr"}''')) p(pred)
+               ('meta ? ''rare'' AND meta @> ''{"lang": "fr"}'''),
+               ('meta -> ''lang'' = ''"de"'''),                -- jsonb equality (jb_lang)
+               ('meta -> ''tags'' = ''[3, "x3"]'''),
+               ('meta -> ''tags'' = ''["x3", 3]''')) p(pred)   -- (order matters in arrays)
   ORDER BY 1;
 
 -- the store rules nodes out: few of the records a filtered scan reads fail

@@ -228,8 +228,9 @@ compile_bloom_store(FilterKey *k, Relation index, const GateannFilterColumn *col
 }
 
 /*
- * A key on a jsonb column: @> needs every leaf bit of its argument, ? the
- * key's bits, ?& every key's, ?| some key's (filter_jsonb.c).
+ * A key on a jsonb column: = needs every bit of its argument (equal values
+ * have the same leaves and keys), @> every leaf bit of it, ? the key's
+ * bits, ?& every key's, ?| some key's (filter_jsonb.c).
  */
 static void
 compile_jsonb_store(FilterKey *k, bool *never)
@@ -246,9 +247,10 @@ compile_jsonb_store(FilterKey *k, bool *never)
 	}
 	switch (k->strategy)
 	{
+		case STRAT_EQ:
 		case STRAT_CONTAINS:
 			k->masks = palloc0(sizeof(uint64) * words);
-			gateann_filter_jsonb_bits(DatumGetJsonbP(k->arg), false, k->masks);
+			gateann_filter_jsonb_bits(DatumGetJsonbP(k->arg), k->strategy == STRAT_EQ, k->masks);
 			k->nmasks = 1;
 			break;
 		case STRAT_EXISTS:
