@@ -371,7 +371,12 @@ slot_jsonb_container_sane(const JsonbContainer *jc, uint32 size)
 					const char *num = data + off + pad;
 					uint16		nheader;
 
-					/* a 4-byte header, then the numeric's own, then digits */
+					/*
+					 * A 4-byte varlena header, then the numeric's own: one
+					 * uint16 when its top bit says short (or special), two
+					 * otherwise; the digits fill the rest.  A size short of
+					 * that header would make the digit count wrap.
+					 */
 					if (len < pad + VARHDRSZ + sizeof(uint16) || !VARATT_IS_4B_U(num) ||
 						VARSIZE(num) > len - pad)
 						return false;

@@ -280,11 +280,14 @@ compile_jsonb_store(FilterKey *k, bool *never)
 				for (i = 0; i < n; i++)
 				{
 					text	   *key;
+					uint64	   *mask = k->masks;
 
 					if (nulls[i])
 						continue;	/* the operators skip NULL keys */
+					if (any)
+						mask += (Size) words * k->nmasks++;	/* ?| : a mask per key */
 					key = DatumGetTextPP(elems[i]);
-					gateann_filter_jsonb_bloom_add(k->masks + (any ? (Size) k->nmasks++ * words : 0),
+					gateann_filter_jsonb_bloom_add(mask,
 												   gateann_filter_jsonb_key_hash(VARDATA_ANY(key),
 																				 VARSIZE_ANY_EXHDR(key)));
 				}
