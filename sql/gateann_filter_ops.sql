@@ -170,6 +170,17 @@ SELECT count(*) AS rows, bool_and(t.i4 IN (3, 4)) AS all_match
 RESET plan_cache_mode;
 DEALLOCATE any_q;
 
+-- A second gateann index on the same vector column: before PostgreSQL 17
+-- the core builds both ordered paths without "= ANY", they cost the same
+-- and the planner keeps one; planner.c builds the other again with its
+-- conditions, so the IN list still reaches the index that has i4.
+CREATE INDEX t_second ON t USING gateann (v, (txt || 'x'));
+EXPLAIN (COSTS OFF) SELECT id FROM t WHERE i4 IN (1, 5) AND txt = 'de'
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5}' LIMIT 5;
+EXPLAIN (COSTS OFF) SELECT id FROM t WHERE i4 IN (1, 5)
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5}' LIMIT 5;
+DROP INDEX t_second;
+
 RESET gateann.io_method;
 DROP TABLE t;
 DROP FUNCTION check_cond(text);

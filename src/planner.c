@@ -20,7 +20,10 @@
  * After the core paths exist, every ordered gateann index path of a base
  * relation is replaced by the same path with those conditions added as
  * index conditions, clause for clause what 17's planner does (a boolean
- * one becomes "flag = true" or "flag = false").  Nothing else changes: the
+ * one becomes "flag = true" or "flag = false").  With two gateann indexes
+ * on the same vector column the core's two paths (neither with those
+ * conditions) cost the same and add_path keeps one: the other is built
+ * again here, from the kept one's order, with every condition it takes.  Nothing else changes: the
  * index AM receives them as SK_SEARCHARRAY keys and equality keys, which it
  * supports on every version.  From 17 on the core does this itself and no
  * hook is installed.
@@ -130,26 +133,63 @@ bool_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	return iclause;
 }
 
+/*
+ * The index clause for "indexkey op constant" on column indexcol, or NULL:
+ * what the core matches itself, for a path built here (below) from none.
+ * The commuted form stays the executor's.
+ */
+static IndexClause *
+plain_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+				   int indexcol)
+{
+	OpExpr	   *op = (OpExpr *) rinfo->clause;
+	Node	   *rightop;
+	Oid			idxcoll = index->indexcollations[indexcol];
+	IndexClause *iclause;
+
+	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
+		return NULL;
+	rightop = (Node *) lsecond(op->args);
+	if (!match_index_to_operand((Node *) linitial(op->args), indexcol, index))
+		return NULL;
+	if (bms_is_member(index->rel->relid, pull_varnos(root, rightop)) ||
+		contain_volatile_functions(rightop))
+		return NULL;
+	if (OidIsValid(idxcoll) && idxcoll != op->inputcollid)
+		return NULL;
+	if (!op_in_opfamily(op->opno, index->opfamily[indexcol]))
+		return NULL;
+
+	iclause = makeNode(IndexClause);
+	iclause->rinfo = rinfo;
+	iclause->indexquals = list_make1(rinfo);
+	iclause->lossy = false;
+	iclause->indexcol = indexcol;
+	iclause->indexcols = NIL;
+	return iclause;
+}
+
 static bool
-path_has_clause(IndexPath *ipath, RestrictInfo *rinfo)
+has_clause(List *indexclauses, RestrictInfo *rinfo)
 {
 	ListCell   *lc;
 
-	foreach(lc, ipath->indexclauses)
+	foreach(lc, indexclauses)
 		if (((IndexClause *) lfirst(lc))->rinfo == rinfo)
 			return true;
 	return false;
 }
 
 /*
- * ipath's clauses plus the "= ANY" and boolean ones it lacks, in index
- * column order (which the executor and EXPLAIN expect); NIL when it lacks
- * none.
+ * The clauses `have` of a path on index plus the "= ANY" and boolean ones
+ * they lack (and, with `plain`, the plain ones too: a path built from
+ * none), in index column order (which the executor and EXPLAIN expect);
+ * NIL when no "= ANY" or boolean one is missing.
  */
 static List *
-clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
+clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index, List *have,
+					 bool plain)
 {
-	IndexOptInfo *index = ipath->indexinfo;
 	List	   *extra[INDEX_MAX_KEYS] = {0};
 	bool		found = false;
 	List	   *result = NIL;
@@ -164,7 +204,7 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 
 		if (rinfo->pseudoconstant ||
 			!restriction_is_securely_promotable(rinfo, rel) ||
-			path_has_clause(ipath, rinfo))
+			has_clause(have, rinfo))
 			continue;
 		/* column 0 is the vector */
 		for (col = 1; col < index->nkeycolumns; col++)
@@ -172,11 +212,14 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 			IndexClause *iclause = saop ?
 				saop_index_clause(root, rinfo, index, col) :
 				bool_index_clause(root, rinfo, index, col);
+			bool		missing = iclause != NULL;
 
+			if (!iclause && plain && !saop)
+				iclause = plain_index_clause(root, rinfo, index, col);
 			if (iclause)
 			{
 				extra[col] = lappend(extra[col], iclause);
-				found = true;
+				found |= missing;
 				break;
 			}
 		}
@@ -186,7 +229,7 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 
 	for (col = 0; col < index->nkeycolumns; col++)
 	{
-		foreach(lc, ipath->indexclauses)
+		foreach(lc, have)
 		{
 			IndexClause *iclause = (IndexClause *) lfirst(lc);
 
@@ -198,12 +241,22 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexPath *ipath)
 	return result;
 }
 
+/* Does index order by the same key, by the same distances, as `as`? */
+static bool
+same_order_key(IndexOptInfo *index, IndexOptInfo *as)
+{
+	return index->indexkeys[0] != 0 && index->indexkeys[0] == as->indexkeys[0] &&
+		index->opfamily[0] == as->opfamily[0] && index->opcintype[0] == as->opcintype[0];
+}
+
 static void
 gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 						 RangeTblEntry *rte)
 {
 	Oid			amoid = InvalidOid;
 	List	   *replacements = NIL;
+	List	   *with_path = NIL;
+	IndexPath  *model = NULL;
 	ListCell   *lc;
 
 	if (prev_set_rel_pathlist_hook)
@@ -233,7 +286,10 @@ gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 			amoid = get_index_am_oid("gateann", true);
 		if (ipath->indexinfo->relam != amoid)
 			continue;
-		clauses = clauses_with_missing(root, rel, ipath);
+		with_path = lappend(with_path, ipath->indexinfo);
+		if (model == NULL)
+			model = ipath;
+		clauses = clauses_with_missing(root, rel, ipath->indexinfo, ipath->indexclauses, false);
 		if (clauses == NIL)
 			continue;
 		replacements = lappend(replacements,
@@ -246,6 +302,34 @@ gateann_set_rel_pathlist(PlannerInfo *root, RelOptInfo *rel, Index rti,
 												 NULL, 1.0, false));
 		rel->pathlist = foreach_delete_current(rel->pathlist, lc);
 	}
+
+	/*
+	 * Another gateann index on the same column: the core built its ordered
+	 * path without those conditions too, and add_path kept only one of two
+	 * such paths of equal cost.  Build that path again, with every
+	 * condition the index takes, from the kept one's order.
+	 */
+	if (model != NULL)
+		foreach(lc, rel->indexlist)
+		{
+			IndexOptInfo *index = lfirst_node(IndexOptInfo, lc);
+			List	   *clauses;
+
+			if (index->relam != amoid || list_member_ptr(with_path, index) ||
+				!same_order_key(index, model->indexinfo) ||
+				(index->indpred != NIL && !index->predOK))
+				continue;
+			clauses = clauses_with_missing(root, rel, index, NIL, true);
+			if (clauses == NIL)
+				continue;
+			replacements = lappend(replacements,
+								   create_index_path(root, index, clauses,
+													 model->indexorderbys,
+													 model->indexorderbycols,
+													 model->path.pathkeys,
+													 model->indexscandir,
+													 false, NULL, 1.0, false));
+		}
 	foreach(lc, replacements)
 		add_path(rel, (Path *) lfirst(lc));
 }
