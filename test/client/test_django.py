@@ -8,6 +8,7 @@ import psycopg
 import common
 
 INDEX = "docs_dj_gateann"
+INDEX_LANG = "docs_dj_lang_gateann"  # (embedding, meta -> 'lang'): for meta__lang=
 Doc = L2Distance = GateannIndex = None
 
 
@@ -17,6 +18,7 @@ def define():
     from django.contrib.postgres.fields import ArrayField
     from django.contrib.postgres.indexes import PostgresIndex
     from django.db import models
+    from django.db.models.fields.json import KeyTransform
 
     class GateannIndex(PostgresIndex):
         """models.Index that creates a gateann index: USING gateann [WITH (...)]."""
@@ -62,7 +64,12 @@ def define():
             app_label = "test_django"
             db_table = "docs_dj"
             indexes = [GateannIndex(fields=["embedding", "tenant", "lang", "tags", "created", "meta"],
-                                    name=INDEX, max_neighbors=32)]
+                                    name=INDEX, max_neighbors=32),
+                       # a functional index: the jsonb value of one key as a filter column
+                       # (a second gateann index on the column: the planner must still
+                       # give the IN lists of the tests above to the first)
+                       GateannIndex(models.F("embedding"), KeyTransform("lang", "meta"),
+                                    name=INDEX_LANG, max_neighbors=32)]
 
 
 def setUpModule():
@@ -84,17 +91,18 @@ def setUpModule():
     with connection.cursor() as cur:
         cur.execute("DROP TABLE IF EXISTS docs_dj")
     with connection.schema_editor() as editor:
-        # as a migration would: the table (with the index of Meta.indexes) ...
-        index = Doc._meta.indexes[0]
+        # as a migration would: the table (with the indexes of Meta.indexes) ...
+        indexes = list(Doc._meta.indexes)
         Doc._meta.indexes = []
         editor.create_model(Doc)
     Doc.objects.bulk_create([Doc(id=r[0], tenant=r[1], lang=r[2], tags=r[3], created=r[4], embedding=r[5],
                                  meta=d.meta[j])
                              for j, r in enumerate(d.rows())], batch_size=2000)
     with connection.schema_editor() as editor:
-        # ... and the index added to a table that has rows (AddIndex): a gateann build
-        Doc._meta.indexes = [index]
-        editor.add_index(Doc, index)
+        # ... and the indexes added to a table that has rows (AddIndex): gateann builds
+        Doc._meta.indexes = indexes
+        for index in indexes:
+            editor.add_index(Doc, index)
     with connection.cursor() as cur:
         cur.execute("ANALYZE docs_dj")
 
@@ -117,14 +125,14 @@ class DjangoTest(unittest.TestCase):
             for s in stmts:
                 cur.execute(s)
 
-    def run_form(self, label, make_qs, pushed, not_pushed=()):
+    def run_form(self, label, make_qs, pushed, not_pushed=(), index=INDEX):
         """make_qs(i): the queryset of query i (ids, ordered by distance, first 10)."""
         cond = common.check_index_scan(self, common.parse_explain(make_qs(0).explain(format="json")),
-                                       INDEX, pushed, not_pushed)
+                                       index, pushed, not_pushed)
         got = [list(make_qs(i)) for i in range(common.QUERIES)]
         self.set("SET enable_indexscan = off", "SET enable_bitmapscan = off")
         try:
-            common.check_exact_plan(self, common.parse_explain(make_qs(0).explain(format="json")), INDEX)
+            common.check_exact_plan(self, common.parse_explain(make_qs(0).explain(format="json")), index)
             exact = [list(make_qs(i)) for i in range(common.QUERIES)]
         finally:
             self.set("RESET enable_indexscan", "RESET enable_bitmapscan")
@@ -193,6 +201,13 @@ class DjangoTest(unittest.TestCase):
                       lambda i: self.nearest(self.qs().filter(meta__has_key="vip"), i), ["meta"])
         self.run_form("filter(meta__has_any_keys=[...])",
                       lambda i: self.nearest(self.qs().filter(meta__has_any_keys=["vip", "nope"]), i), ["meta"])
+
+    def test_json_key(self):
+        """JSONField key equality .filter(meta__lang='de') through a functional GateannIndex on
+        (embedding, KeyTransform('lang', 'meta')): meta -> 'lang' = '"de"'::jsonb"""
+        d = common.data()
+        self.run_form("filter(meta__lang=)", lambda i: self.nearest(self.qs().filter(meta__lang=d.q_lang[i]), i),
+                      ["meta"], index=INDEX_LANG)
 
     def test_annotate(self):
         """.annotate(distance=L2Distance(...)).filter(tenant=t).order_by('distance'): model objects"""
