@@ -314,19 +314,18 @@ def load_table(conn, table: str, x: np.ndarray, cols: dict, with_vector: bool,
         for chunk in _copy_rows(x, cols, names):
             cp.write(chunk)
     conn.execute(f"VACUUM ANALYZE {table}")
+
+    def copy(name: str, select: str) -> None:
+        conn.execute(f"CREATE TABLE {name} AS {select}")
+        conn.execute(f"VACUUM ANALYZE {name}")
     if with_vector:
-        conn.execute(f"CREATE TABLE {table}_v AS SELECT id, "
-                     + "".join(f"{c}, " for c in names)
-                     + f"embedding::vector({x.shape[1]}) AS embedding FROM {table}")
-        conn.execute(f"VACUUM ANALYZE {table}_v")
+        copy(f"{table}_v", "SELECT id, " + "".join(f"{c}, " for c in names)
+             + f"embedding::vector({x.shape[1]}) AS embedding FROM {table}")
     if with_vchord:
-        conn.execute(f"CREATE TABLE {table}_c AS SELECT * FROM {table}_v")
-        conn.execute(f"VACUUM ANALYZE {table}_c")
+        copy(f"{table}_c", f"SELECT * FROM {table}_v")
     if with_jsonb:
-        conn.execute(f"CREATE TABLE {table}_j AS SELECT id, jsonb_build_object("
-                     + ", ".join(f"'{c}', {c}" for c in names)
-                     + f") AS meta, embedding FROM {table}")
-        conn.execute(f"VACUUM ANALYZE {table}_j")
+        copy(f"{table}_j", "SELECT id, jsonb_build_object(" + ", ".join(f"'{c}', {c}" for c in names)
+             + f") AS meta, embedding FROM {table}")
 
 
 # --------------------------------------------------------------------------

@@ -49,28 +49,25 @@
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
 /*
- * The index clause for rinfo on column indexcol of index, or NULL: the
- * tests of the core's own matching of "indexkey op ANY (array)".
+ * The index clause for rinfo, "indexkey opno rightop" on column indexcol
+ * of index (ScalarArrayOpExpr or OpExpr alike), or NULL: the tests of the
+ * core's own matching, the commuted form left out.
  */
 static IndexClause *
-saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
-				  int indexcol)
+operand_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+					 int indexcol, Node *leftop, Node *rightop, Oid opno, Oid inputcollid)
 {
-	ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
-	Node	   *rightop = (Node *) lsecond(saop->args);
 	Oid			idxcoll = index->indexcollations[indexcol];
 	IndexClause *iclause;
 
-	if (!saop->useOr)
-		return NULL;			/* ALL: not an index condition */
-	if (!match_index_to_operand((Node *) linitial(saop->args), indexcol, index))
+	if (!match_index_to_operand(leftop, indexcol, index))
 		return NULL;
 	if (bms_is_member(index->rel->relid, pull_varnos(root, rightop)) ||
 		contain_volatile_functions(rightop))
 		return NULL;
-	if (OidIsValid(idxcoll) && idxcoll != saop->inputcollid)
+	if (OidIsValid(idxcoll) && idxcoll != inputcollid)
 		return NULL;
-	if (!op_in_opfamily(saop->opno, index->opfamily[indexcol]))
+	if (!op_in_opfamily(opno, index->opfamily[indexcol]))
 		return NULL;
 
 	iclause = makeNode(IndexClause);
@@ -80,6 +77,19 @@ saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	iclause->indexcol = indexcol;
 	iclause->indexcols = NIL;
 	return iclause;
+}
+
+/* "indexkey op ANY (array)" on column indexcol, or NULL */
+static IndexClause *
+saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+				  int indexcol)
+{
+	ScalarArrayOpExpr *saop = (ScalarArrayOpExpr *) rinfo->clause;
+
+	if (!saop->useOr)
+		return NULL;			/* ALL: not an index condition */
+	return operand_index_clause(root, rinfo, index, indexcol, (Node *) linitial(saop->args),
+								(Node *) lsecond(saop->args), saop->opno, saop->inputcollid);
 }
 
 /*
@@ -134,39 +144,19 @@ bool_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 }
 
 /*
- * The index clause for "indexkey op constant" on column indexcol, or NULL:
- * what the core matches itself, for a path built here (below) from none.
- * The commuted form stays the executor's.
+ * "indexkey op constant" on column indexcol, or NULL: what the core
+ * matches itself, for a path built here (below) from none.
  */
 static IndexClause *
 plain_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 				   int indexcol)
 {
 	OpExpr	   *op = (OpExpr *) rinfo->clause;
-	Node	   *rightop;
-	Oid			idxcoll = index->indexcollations[indexcol];
-	IndexClause *iclause;
 
 	if (!IsA(op, OpExpr) || list_length(op->args) != 2)
 		return NULL;
-	rightop = (Node *) lsecond(op->args);
-	if (!match_index_to_operand((Node *) linitial(op->args), indexcol, index))
-		return NULL;
-	if (bms_is_member(index->rel->relid, pull_varnos(root, rightop)) ||
-		contain_volatile_functions(rightop))
-		return NULL;
-	if (OidIsValid(idxcoll) && idxcoll != op->inputcollid)
-		return NULL;
-	if (!op_in_opfamily(op->opno, index->opfamily[indexcol]))
-		return NULL;
-
-	iclause = makeNode(IndexClause);
-	iclause->rinfo = rinfo;
-	iclause->indexquals = list_make1(rinfo);
-	iclause->lossy = false;
-	iclause->indexcol = indexcol;
-	iclause->indexcols = NIL;
-	return iclause;
+	return operand_index_clause(root, rinfo, index, indexcol, (Node *) linitial(op->args),
+								(Node *) lsecond(op->args), op->opno, op->inputcollid);
 }
 
 static bool
