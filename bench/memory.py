@@ -93,29 +93,33 @@ def query_sql(table: str, metric: str, wl: str, v: np.ndarray, param) -> str:
 
 
 def one_pass(conn, sqls: list[str]) -> tuple[list[list[int]], float, dict]:
-    found, sums, spent = [], {"reads": 0, "cache_hits": 0, "page_cache_hits": 0}, 0.0
+    found, spent = [], 0.0
+    sums = {"reads": 0, "cache_hits": 0, "page_cache_hits": 0, "page_hits": 0,
+            "page_search_results": 0}
     for sql in sqls:
         t0 = time.monotonic()
         found.append([r[0] for r in conn.execute(sql).fetchall()])
         spent += time.monotonic() - t0
-        st = conn.execute("SELECT reads, cache_hits, page_cache_hits FROM gateann_last_scan()"
-                          ).fetchone()
+        st = conn.execute("SELECT reads, cache_hits, page_cache_hits, page_hits, "
+                          "page_search_results FROM gateann_last_scan()").fetchone()
         for k, v in zip(sums, st):
             sums[k] += v
     n = max(1, len(sqls))
     return found, spent * 1000 / n, {k: round(v / n, 1) for k, v in sums.items()}
 
 
-def settings(conn, L: int, mode: str, read_list: int) -> None:
+def settings(conn, L: int, mode: str, read_list: int, pages: str = "auto") -> None:
     conn.execute("SET enable_seqscan = off")
+    conn.execute(f"SET gateann.page_search = {pages}")
     conn.execute(f"SET gateann.search_list_size = {L}")
     conn.execute(f"SET gateann.filter_mode = {mode}")
     conn.execute(f"SET gateann.read_list_size = {read_list}")
 
 
-def _client(sqls: list[str], L: int, mode: str, read_list: int, seconds: float, out) -> None:
+def _client(sqls: list[str], L: int, mode: str, read_list: int, pages: str, seconds: float,
+            out) -> None:
     conn = connect()
-    settings(conn, L, mode, read_list)
+    settings(conn, L, mode, read_list, pages)
     n, t0, i = 0, time.monotonic(), 0
     while time.monotonic() - t0 < seconds:
         conn.execute(sqls[i % len(sqls)]).fetchall()
@@ -123,12 +127,13 @@ def _client(sqls: list[str], L: int, mode: str, read_list: int, seconds: float, 
     out.put(n / (time.monotonic() - t0))
 
 
-def qps(sqls: list[str], L: int, mode: str, read_list: int, clients: int,
+def qps(sqls: list[str], L: int, mode: str, read_list: int, pages: str, clients: int,
         seconds: float) -> float:
     ctx = mp.get_context("fork")
     out = ctx.Queue()
     procs = [ctx.Process(target=_client,
-                         args=(sqls[c::clients] or sqls, L, mode, read_list, seconds, out))
+                         args=(sqls[c::clients] or sqls, L, mode, read_list, pages, seconds,
+                               out))
              for c in range(clients)]
     for p in procs:
         p.start()
@@ -155,6 +160,8 @@ def main() -> None:
     ap.add_argument("--workloads", default=",".join(WORKLOADS))
     ap.add_argument("--filter-modes", default="gate",
                     help="gateann.filter_mode values for the filtered workloads (gate,post)")
+    ap.add_argument("--page-search", default="auto",
+                    help="gateann.page_search values (auto,on,off)")
     ap.add_argument("--read-lists", default="0",
                     help="gateann.read_list_size values (0: read as the walk goes)")
     a = ap.parse_args()
@@ -210,17 +217,18 @@ def main() -> None:
         conn.execute(f"ALTER SYSTEM SET shared_buffers = '{a.shared_buffers}'")
         conn.execute(f"ALTER SYSTEM SET gateann.record_cache_size = '{cache_mb}MB'")
         conn.close()
-        points_wanted = [(wl, mode, rl, L) for wl in a.workloads.split(",")
+        points_wanted = [(wl, mode, rl, pages, L) for wl in a.workloads.split(",")
                          for mode in (["gate"] if wl == "none" else a.filter_modes.split(","))
                          for rl in ([0] if mode != "gate" else
                                     [int(v) for v in a.read_lists.split(",")])
+                         for pages in a.page_search.split(",")
                          for L in Ls]
-        for wl, mode, rl, L in points_wanted:
+        for wl, mode, rl, pages, L in points_wanted:
             # every point starts from an empty record cache and page cache
             pg_ctl("restart", "-m", "fast")
             conn = connect()
             conn.execute(f"SELECT gateann_prewarm('{table}_idx')")
-            settings(conn, L, mode, rl)
+            settings(conn, L, mode, rl, pages)
             drop_page_cache()
             passes = {}
             for name in ("cold", "warm"):
@@ -230,13 +238,15 @@ def main() -> None:
                 passes[name] = {"recall": round(float(rec[ok].mean()), 4), "ms": round(ms, 2),
                                 **c}
             pt = {"cache_share": share, "cache_mb": cache_mb, "workload": wl, "mode": mode,
-                  "read_list": rl, "L": L,
+                  "read_list": rl, "page_search": pages, "L": L,
                   **{f"{k}_{p}": v for p, d in passes.items() for k, v in d.items()}}
             for cl in clients:
-                pt[f"qps_{cl}"] = qps(sqls[wl], L, mode, rl, cl, a.seconds)
+                pt[f"qps_{cl}"] = qps(sqls[wl], L, mode, rl, pages, cl, a.seconds)
             points.append(pt)
-            log(f"cache {cache_mb:5} MB {wl:4} {mode:4} read {rl:3} L={L:3}: recall {pt['recall_warm']:.3f} "
+            log(f"cache {cache_mb:5} MB {wl:4} {mode:4} read {rl:3} pages {pages:3} L={L:3}: "
+                f"recall {pt['recall_warm']:.3f} "
                 f"reads {pt['reads_cold']:.1f}/{pt['reads_warm']:.1f} "
+                f"page hits {pt['page_hits_cold']:.1f} "
                 f"hits {pt['cache_hits_warm']:.1f} {pt['ms_warm']:.2f} ms "
                 + " ".join(f"qps{cl} {pt[f'qps_{cl}']}" for cl in clients))
             conn.close()
@@ -268,14 +278,17 @@ def summary_md(r: dict) -> str:
              f"(O_DIRECT); page cache dropped before each point: {f['page_cache_dropped']}.", "",
              "The second pass repeats the first's queries, and the QPS clients loop over them: "
              "a cache that holds their records serves every read.", "",
-             "| record cache | workload | filter mode | L | recall@10 | device reads/q cold → warm "
-             "| cache hits/q | ms/q warm | QPS 1 | QPS 2 |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| record cache | workload | filter mode | page search | L | recall@10 "
+             "| device reads/q cold → warm | cache hits/q | page hits/q | ms/q warm | QPS 1 "
+             "| QPS 2 |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in r["points"]:
         share = f"{p['cache_mb']} MB ({p['cache_share']:.0%})"
-        lines.append(f"| {share} | {p['workload']} | {p.get('mode', 'gate')} | {p['L']} | "
+        lines.append(f"| {share} | {p['workload']} | {p.get('mode', 'gate')} | "
+                     f"{p.get('page_search', 'off')} | {p['L']} | "
                      f"{p['recall_warm']:.3f} | "
                      f"{p['reads_cold']:.1f} → {p['reads_warm']:.1f} | {p['cache_hits_warm']:.1f} | "
+                     f"{p.get('page_hits_warm', 0):.1f} | "
                      f"{p['ms_warm']:.2f} | {p.get('qps_1', '')} | {p.get('qps_2', '')} |")
     return "\n".join(lines) + "\n"
 

@@ -1090,7 +1090,8 @@ def t_memory(runs):
     newest run only; a row per budget and workload, a cell per L."""
     cand = [r for r in of_kind(runs, "memory")
             if len({p["cache_mb"] for p in r.get("points") or []}) > 1
-            and not any(p.get("read_list") for p in r.get("points") or [])]
+            and not any(p.get("read_list") for p in r.get("points") or [])
+            and not _page_search_values(r)]
     if not cand:
         return not_measured("`bench/run.sh memory`")
     return memory_table(cand[0])
@@ -1113,8 +1114,13 @@ def t_memory_walk(runs):
             if any(p.get("read_list") for p in r.get("points") or [])]
     if not cand:
         return not_measured("`bench/run.sh memory --read-lists 0,20`")
+    return memory_tables_per_shape(cand)
+
+
+def memory_tables_per_shape(cand):
+    """memory_table of the newest run of each shape and size among cand."""
     out, seen = [], set()
-    for r in cand:              # the newest run of each shape and size
+    for r in cand:
         f = r.get("memory") or {}
         if (f.get("shape"), f.get("n")) in seen:
             continue
@@ -1123,33 +1129,57 @@ def t_memory_walk(runs):
     return out
 
 
+def _page_search_values(r):
+    """The gateann.page_search values a memory run compared (none: it did not)."""
+    vals = list(dict.fromkeys(p.get("page_search", "off") for p in r.get("points") or []))
+    return vals if len(vals) > 1 else []
+
+
+def t_memory_pages(runs):
+    """Page reuse and page search against reading every record (bench/memory.py
+    --page-search off,reuse,on): the newest run of each shape and size."""
+    cand = [r for r in of_kind(runs, "memory") if _page_search_values(r)]
+    if not cand:
+        return not_measured("`bench/run.sh memory --page-search off,reuse,on`")
+    return memory_tables_per_shape(cand)
+
+
 def memory_table(r):
     f = r.get("memory") or {}
     pts = r.get("points") or []
     Ls = sorted({p["L"] for p in pts})
+    paged = bool(_page_search_values(r))
     rows = []
     for budget in dict.fromkeys((p["cache_mb"], p["cache_share"]) for p in pts):
-        for wl, mode, rl in dict.fromkeys((p["workload"], p.get("mode", "gate"),
-                                           p.get("read_list", 0)) for p in pts):
+        for wl, mode, rl, ps in dict.fromkeys((p["workload"], p.get("mode", "gate"),
+                                               p.get("read_list", 0),
+                                               p.get("page_search", "off")) for p in pts):
             cells = []
             for L in Ls:
                 p = next((p for p in pts if (p["cache_mb"], p["cache_share"]) == budget
                           and p["workload"] == wl and p.get("mode", "gate") == mode
-                          and p.get("read_list", 0) == rl and p["L"] == L), None)
+                          and p.get("read_list", 0) == rl
+                          and p.get("page_search", "off") == ps and p["L"] == L), None)
                 cells.append("–" if p is None else
                              f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
-                             f"{p.get('reads_warm')} / {fms(p.get('ms_warm'))} / "
+                             f"{p.get('reads_warm')} / "
+                             + (f"{p.get('page_hits_warm')} / " if paged else "")
+                             + f"{fms(p.get('ms_warm'))} / "
                              f"{fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
             if any(c != "–" for c in cells):
                 rows.append([f"{fint(budget[0])} MB ({budget[1]:.0%})",
                              (wl if mode == "gate" else f"{wl}, {mode}")
-                             + (f", memory walk reading {rl}" if rl else "")] + cells)
+                             + (f", memory walk reading {rl}" if rl else "")
+                             + (f", page_search {ps}" if paged else "")] + cells)
     return ([f"{f.get('shape')}, {rows_label(f.get('n'))}: index {mib(f.get('index_bytes'))} MiB, "
              f"in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
              f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
              "random 8 KiB blocks/s at queue depth 1 (O_DIRECT); the kernel's page cache is "
              "emptied before each point. Cells: recall@10 / device reads per query, first pass → "
-             "second pass (the same queries again) / ms per query (second pass) / QPS with 1 / 2 "
+             "second pass (the same queries again) / "
+             + ("records taken from pages read earlier in the scan (page_hits, second pass) / "
+                if paged else "")
+             + "ms per query (second pass) / QPS with 1 / 2 "
              "clients (looping over the same queries).", ""]
             + table(["record cache", "workload"] + [f"L = {L}" for L in Ls], rows)
             + [""] + footnotes([r]))
@@ -1173,6 +1203,7 @@ TABLES = {
     "memory": t_memory,
     "memory_modes": t_memory_modes,
     "memory_walk": t_memory_walk,
+    "memory_pages": t_memory_pages,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)

@@ -450,6 +450,10 @@ def engine_settings(conn, engine: str, L: int, n: int = 0) -> None:
         conn.execute(f"SET gateann.search_list_size = {L}")
         mode = "post" if engine == "gateann_post" else "gate"
         conn.execute(f"SET gateann.filter_mode = '{mode}'")
+        # gateann_pages / gateann_reuse: gateann_gate with gateann.page_search = on /
+        # reuse (auto leaves it off for an index read into shared buffers)
+        pages = {"gateann_pages": "on", "gateann_reuse": "reuse"}.get(engine, "auto")
+        conn.execute(f"SET gateann.page_search = {pages}")
         conn.execute(f"SET gateann.read_list_size = {20 if walk else 0}")
     else:
         conn.execute(f"SET hnsw.ef_search = {L}")

@@ -387,7 +387,8 @@ CREATE FUNCTION gateann_last_scan(
 	OUT io_direct boolean, OUT strategy text, OUT recoveries bigint,
 	OUT budget_exhausted boolean, OUT skipped bigint,
 	OUT resident_hits bigint, OUT page_cache_hits bigint,
-	OUT cache_hits bigint)
+	OUT cache_hits bigint, OUT page_hits bigint,
+	OUT page_search_results bigint)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 

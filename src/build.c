@@ -103,9 +103,14 @@ memory_need(const BuildState *bs, uint32 n, double scale)
 	need += (Size) nsample * sizeof(float) * bs->dims;
 	need += gateann_pq_train_scratch_bytes(nsample, bs->dims, bs->pq_m);
 	need += (Size) n * gateann_pq_code_bytes(bs->pq_m);
-	/* locality order: the node -> arena entry map, clustering scratch */
+	/*
+	 * locality order: the node -> arena entry map, and the clustering
+	 * scratch or, later, pack_pages' two maps (never both at once)
+	 */
 	if (bs->locality_order && n >= GATEANN_ORDER_MIN_NODES)
-		need += (Size) n * sizeof(uint32) + gateann_locality_order_scratch_bytes(n, bs->dims);
+		need += (Size) n * sizeof(uint32) +
+			Max(gateann_locality_order_scratch_bytes(n, bs->dims),
+				(Size) n * 2 * sizeof(uint32) + (n + 7) / 8);
 	return need;
 }
 
@@ -535,6 +540,111 @@ renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entrie
 }
 
 /*
+ * Pack graph neighbours onto each page (locality_order, after the graph):
+ * a scan that reads a node's record soon wants the records of its nearest
+ * neighbours, and gateann.page_search takes those from the page it read.
+ * The nodes are taken in their locality order; each one not placed yet
+ * starts or continues a page, which its list's nodes not placed yet fill,
+ * then theirs (breadth first, the lists in order).  The renumbering moves
+ * vectors, heap TIDs, codes, lists and degrees to the new ids, maps the
+ * ids in every list and the entry points, and composes bs->arena_id.  The
+ * graph is the same graph; only its ids change (and graph->sq_codes, no
+ * longer used after the build's searches, no longer match).
+ */
+static void
+pack_pages(BuildState *bs, GateannGraph *graph, uint8 *codes, Size code_bytes, int per_page)
+{
+	uint32		n = bs->n;
+	uint32	   *order = palloc_extended(sizeof(uint32) * (Size) n, MCXT_ALLOC_HUGE);
+	uint32	   *placed_at = palloc_extended(sizeof(uint32) * (Size) n, MCXT_ALLOC_HUGE);
+	uint32	   *queue = palloc(sizeof(uint32) * per_page);
+	uint8	   *done;
+	char	   *tmp;
+	uint32		pos = 0;
+	uint32		u;
+	uint32		i;
+	int			e;
+
+	Assert(per_page > 1);
+	memset(placed_at, 0xFF, sizeof(uint32) * (Size) n);
+	for (u = 0; u < n; u++)
+	{
+		int			queued = 0;
+		int			next = 0;
+
+		if (placed_at[u] != InvalidNodeId)
+			continue;
+		if ((u & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		placed_at[u] = pos;
+		order[pos++] = u;
+		queue[queued++] = u;
+		while (pos % per_page != 0 && next < queued)
+		{
+			uint32		w = queue[next++];
+			const uint32 *list = graph->adj + (Size) w * graph->capacity;
+			int			k;
+
+			for (k = 0; k < graph->degree[w] && pos % per_page != 0; k++)
+			{
+				uint32		v = list[k];
+
+				if (v >= n || placed_at[v] != InvalidNodeId)
+					continue;
+				placed_at[v] = pos;
+				order[pos++] = v;
+				Assert(queued < per_page);
+				queue[queued++] = v;
+			}
+		}
+	}
+	Assert(pos == n);
+	pfree(queue);
+
+	/* rows to their new places */
+	done = palloc_extended(((Size) n + 7) / 8, MCXT_ALLOC_HUGE);
+	tmp = palloc(Max(Max(sizeof(float) * bs->dims, sizeof(uint32) * graph->capacity),
+					 Max(code_bytes, sizeof(ItemPointerData))));
+#define PERMUTE(rows, row_bytes) \
+	do { \
+		memset(done, 0, ((Size) n + 7) / 8); \
+		gateann_permute_rows((char *) (rows), (row_bytes), n, order, done, tmp); \
+		CHECK_FOR_INTERRUPTS(); \
+	} while (0)
+	PERMUTE(bs->vectors, sizeof(float) * bs->dims);
+	PERMUTE(bs->tids, sizeof(ItemPointerData));
+	PERMUTE(codes, code_bytes);
+	PERMUTE(graph->adj, sizeof(uint32) * graph->capacity);
+	PERMUTE(graph->degree, sizeof(uint16));
+	if (bs->arena_id != NULL)
+		PERMUTE(bs->arena_id, sizeof(uint32));
+#undef PERMUTE
+	pfree(done);
+	pfree(tmp);
+
+	/* ... and the ids that name them */
+	for (i = 0; i < n; i++)
+	{
+		uint32	   *list = graph->adj + (Size) i * graph->capacity;
+		int			k;
+
+		if ((i & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+		for (k = 0; k < graph->degree[i]; k++)
+			if (list[k] < n)
+				list[k] = placed_at[list[k]];
+	}
+	for (e = 0; e < graph->nentries; e++)
+		graph->entries[e] = placed_at[graph->entries[e]];
+	graph->medoid = placed_at[graph->medoid];
+	pfree(placed_at);
+	if (bs->arena_id == NULL)
+		bs->arena_id = order;	/* the arena is in heap order */
+	else
+		pfree(order);
+}
+
+/*
  * Parallel workers for the graph: the planner's choice for this table, as for
  * a btree build.  That is the table's parallel_workers option when set, else
  * a number that grows with the table's size in pages (min_parallel_table_scan_size),
@@ -883,9 +993,6 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 								graph_progress);
 		meta.tunnel_neighbors = graph.r_max;
 		probe_build_recall(index, &graph, opts->build_search_list_size, &meta);
-		meta.entry_point = graph.medoid;
-		meta.nentries = graph.nentries;
-		memcpy(meta.entries, graph.entries, sizeof(uint32) * graph.nentries);
 	}
 	else
 		memset(&graph, 0, sizeof(graph));
@@ -893,6 +1000,16 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	/* 4. pages */
 	gateann_filter_build_dictionaries(index, &meta, bs.filters, &bs.arena, bs.n, &dict);
 	gateann_layout_records(&meta);
+	if (bs.n > 0)
+	{
+		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES &&
+			meta.records_per_page > 1)
+			pack_pages(&bs, &graph, codes, gateann_pq_code_bytes(pq.m),
+					   (int) meta.records_per_page);
+		meta.entry_point = graph.medoid;
+		meta.nentries = graph.nentries;
+		memcpy(meta.entries, graph.entries, sizeof(uint32) * graph.nentries);
+	}
 	report_phase(GATEANN_PHASE_WRITE, bs.n);
 	write_index(index, MAIN_FORKNUM, &meta, &bs, &pq, codes, &graph, dict);
 

@@ -35,6 +35,7 @@ int			gateann_tunnel_neighbors_guc = 0;
 int			gateann_tunnel_batch = 4;
 double		gateann_prefilter_selectivity = 0.02;
 bool		gateann_track_timing = false;
+int			gateann_page_search = GATEANN_PAGE_SEARCH_AUTO;
 
 int			gateann_iterative_scan = GATEANN_ITERATIVE_STRICT;
 
@@ -49,6 +50,20 @@ static const struct config_enum_entry filter_mode_options[] = {
 	{"gate", GATEANN_FILTER_MODE_GATE, false},
 	{"post", GATEANN_FILTER_MODE_POST, false},
 	{"early", GATEANN_FILTER_MODE_EARLY, false},
+	{NULL, 0, false}
+};
+
+static const struct config_enum_entry page_search_options[] = {
+	{"auto", GATEANN_PAGE_SEARCH_AUTO, false},
+	{"reuse", GATEANN_PAGE_SEARCH_REUSE, false},
+	{"on", GATEANN_PAGE_SEARCH_ON, false},
+	{"off", GATEANN_PAGE_SEARCH_OFF, false},
+	{"true", GATEANN_PAGE_SEARCH_ON, true},
+	{"false", GATEANN_PAGE_SEARCH_OFF, true},
+	{"yes", GATEANN_PAGE_SEARCH_ON, true},
+	{"no", GATEANN_PAGE_SEARCH_OFF, true},
+	{"1", GATEANN_PAGE_SEARCH_ON, true},
+	{"0", GATEANN_PAGE_SEARCH_OFF, true},
 	{NULL, 0, false}
 };
 
@@ -144,6 +159,12 @@ _PG_init(void)
 							 "Off by default: it reads the clock twice per node read.",
 							 &gateann_track_timing,
 							 false,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomEnumVariable("gateann.page_search",
+							 "Searches use every record of the node pages they read, not only the one they read it for.",
+							 "A candidate on a page read earlier in the scan is taken from it without a read; the page's other records that match the filter and are near enough join the results and are expanded.  auto: for an index too large to be read into shared buffers.",
+							 &gateann_page_search,
+							 GATEANN_PAGE_SEARCH_AUTO, page_search_options,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	gateann_planner_init();
 	gateann_io_define_gucs();

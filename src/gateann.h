@@ -332,6 +332,14 @@ extern int	gateann_tunnel_batch;
 extern double gateann_prefilter_selectivity;
 extern bool gateann_track_timing;
 
+/* gateann.page_search */
+extern int	gateann_page_search;
+#define GATEANN_PAGE_SEARCH_OFF		0
+#define GATEANN_PAGE_SEARCH_REUSE	1	/* candidates from pages read earlier */
+#define GATEANN_PAGE_SEARCH_ON		2	/* ... and the pages' other records */
+#define GATEANN_PAGE_SEARCH_AUTO	3	/* reuse unless the index is read into
+										 * shared buffers (io.h, cacheable) */
+
 /* gateann.iterative_scan (pgvector's hnsw.iterative_scan values) */
 extern int	gateann_iterative_scan;
 #define GATEANN_ITERATIVE_OFF		0	/* the first search's rows only */
@@ -370,6 +378,9 @@ typedef struct GateannScanStats
 	int64		resident_hits;	/* io_method auto: pages shared buffers held */
 	int64		page_cache_hits;	/* ... and the kernel's page cache */
 	int64		cache_hits;		/* records the shared record cache held */
+	int64		page_hits;		/* records found on a page the scan had read */
+	int64		page_search_results;	/* records page search took from read
+										 * pages into the results */
 } GateannScanStats;
 
 extern GateannScanStats gateann_last_scan_stats;

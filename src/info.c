@@ -35,8 +35,8 @@ Datum
 gateann_last_scan(PG_FUNCTION_ARGS)
 {
 	TupleDesc	tupdesc;
-	Datum		values[21];
-	bool		nulls[21] = {0};
+	Datum		values[23];
+	bool		nulls[23] = {0};
 	GateannScanStats *s = &gateann_last_scan_stats;
 
 	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
@@ -63,6 +63,8 @@ gateann_last_scan(PG_FUNCTION_ARGS)
 	values[18] = Int64GetDatum(s->resident_hits);
 	values[19] = Int64GetDatum(s->page_cache_hits);
 	values[20] = Int64GetDatum(s->cache_hits);
+	values[21] = Int64GetDatum(s->page_hits);
+	values[22] = Int64GetDatum(s->page_search_results);
 
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
@@ -227,8 +229,8 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	GateannMetaPageData meta;
 	GateannOptions *opts;
 	TupleDesc	tupdesc;
-	Datum		values[21];
-	bool		nulls[21] = {0};
+	Datum		values[23];
+	bool		nulls[23] = {0};
 	int			r_max;
 	bool		loaded,
 				shared = false;

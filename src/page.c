@@ -292,7 +292,8 @@ gateann_pin_resident(Relation index, BlockNumber blkno, pg_atomic_uint32 *hint)
 
 bool
 gateann_read_record_resident(Relation index, const GateannMetaPageData *meta,
-							 uint32 node_id, char *dst, pg_atomic_uint32 *hints, uint32 nhints)
+							 uint32 node_id, char *dst, pg_atomic_uint32 *hints, uint32 nhints,
+							 char *page_dst)
 {
 	GateannRecordLoc loc = gateann_record_location(meta, node_id);
 	uint32		remaining = meta->record_size;
@@ -317,6 +318,8 @@ gateann_read_record_resident(Relation index, const GateannMetaPageData *meta,
 		}
 		chunk = Min(remaining, (uint32) GATEANN_PAGE_CAPACITY - loc.offset);
 		memcpy(dst, PageGetContents(page) + loc.offset, chunk);
+		if (page_dst != NULL && meta->pages_per_record == 1)
+			memcpy(page_dst, page, BLCKSZ);
 		UnlockReleaseBuffer(buf);
 		dst += chunk;
 		remaining -= chunk;

@@ -91,12 +91,13 @@ extern Buffer gateann_pin_resident(Relation index, BlockNumber blkno, pg_atomic_
  * Copy node id's record into dst if shared buffers hold every page of it,
  * each page copied under its share lock: no load, no I/O.  hints: per node
  * block (counted from meta->node_start), buffer hints for
- * gateann_pin_resident, or NULL.  False if a page is not there (dst then
- * holds nothing usable).
+ * gateann_pin_resident, or NULL.  page_dst, when not NULL and the record
+ * lies on one page: that whole page is copied there too (page search).
+ * False if a page is not there (dst then holds nothing usable).
  */
 extern bool gateann_read_record_resident(Relation index, const GateannMetaPageData *meta,
 										 uint32 node_id, char *dst, pg_atomic_uint32 *hints,
-										 uint32 nhints);
+										 uint32 nhints, char *page_dst);
 
 /*
  * ERROR (index corrupted) unless the record header read for node_id names

@@ -71,6 +71,7 @@
 #include "io.h"
 #include "meta.h"
 #include "page.h"
+#include "page_stash.h"
 #include "prefilter.h"
 #include "record_cache.h"
 #include "search.h"
@@ -261,6 +262,15 @@ typedef struct GateannScanOpaqueData
 	struct PendingRead *pending;	/* reorder window, width entries */
 	int64		rereads;		/* records re-read through the buffer manager */
 
+	/*
+	 * gateann.page_search, for records smaller than a page: the pages reads
+	 * brought in, and each read's page until it is applied (keep_pages);
+	 * the other records of each page searched (search_pages)
+	 */
+	bool		keep_pages;
+	bool		search_pages;
+	GateannPageStash stash;
+
 } GateannScanOpaqueData;
 
 typedef GateannScanOpaqueData *GateannScanOpaque;
@@ -274,6 +284,8 @@ typedef struct PendingRead
 	bool		valid;			/* record holds the record read from the file */
 	XLogRecPtr	lsn;			/* ... from pages of at least this LSN */
 	char	   *record;			/* record_size bytes */
+	bool		has_page;		/* page holds the page the record came from */
+	char	   *page;			/* BLCKSZ bytes, under page search */
 } PendingRead;
 
 /* Room for one more item */
@@ -554,6 +566,59 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 	return record_is_node(so, id, dst);
 }
 
+/*
+ * Page search: the other records on the page node id's record came from
+ * cost no read.  One that may match, that the walk has not met, and whose
+ * exact distance would place it in the list, is taken as if it had been
+ * read: a result (after the exact filter check), its neighbors into the
+ * frontier.  The rest are left for the walk to meet, or not.
+ */
+static void
+page_search(GateannScanOpaque so, uint32 id, const char *page)
+{
+	const GateannMetaPageData *meta = &so->meta;
+	uint32		first = id - id % meta->records_per_page;
+	uint32		k;
+
+	for (k = 0; k < meta->records_per_page; k++)
+	{
+		uint32		j = first + k;
+		const char *rec = PageGetContents((Page) page) + (Size) k * meta->record_size;
+		GateannFilterResult fr = GATEANN_FILTER_PASS;
+		HeapEntry	r;
+		int			nn;
+
+		if (j == id || j >= so->store->capacity || !gateann_store_has(so->store, j) ||
+			gateann_reached(so->visited, j) || !node_may_match(so, j) ||
+			GateannRecordHeader(rec)->node_id != j ||
+			(GateannRecordHeader(rec)->flags & GATEANN_NODE_DELETED))
+			continue;
+		/* the distance first: most are too far, and their check is not needed */
+		r.dist = gateann_internal_distance(so->metric, so->query,
+										   GateannRecordVector(meta, rec), meta->dims);
+		so->stats.exact_distances++;
+		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, on_pq_scale(so, r.dist)) ||
+			!record_is_node(so, j, rec))
+			continue;
+		if (so->filtering)
+		{
+			fr = gateann_filter_record_check(so->filter, meta, rec);
+			so->stats.filter_checks++;
+			if (fr == GATEANN_FILTER_FAIL)
+				continue;
+		}
+		(void) gateann_visit(so->visited, j);
+		r.id = j;
+		r.tid = GateannRecordHeader(rec)->heap_tid;
+		r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
+		heap_push(&so->results, r);
+		so->stats.page_search_results++;
+		nn = Min((int) GateannRecordHeader(rec)->nneighbors, meta->max_neighbors);
+		memcpy(so->rowbuf, GateannRecordNeighbors(meta, rec), sizeof(uint32) * nn);
+		frontier_add_neighbors(so, so->rowbuf, nn);
+	}
+}
+
 /* Apply a landed record: result set, then its neighbors into the frontier. */
 static void
 apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
@@ -569,6 +634,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		/* not (validly) on disk: the buffer manager has the truth */
 		gateann_read_intact_record(scan->indexRelation, &so->meta, id, p->record);
 		so->rereads++;
+		p->has_page = false;
 	}
 	/* compute_us: distances, verification, frontier work on landed records */
 	if (so->track_timing)
@@ -638,6 +704,13 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
 		memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, p->record), sizeof(uint32) * nn);
 		frontier_add_neighbors(so, so->rowbuf, nn);
+	}
+	if (p->has_page)
+	{
+		if (so->search_pages && !so->reading && !so->prefilter)
+			page_search(so, id, p->page);
+		gateann_page_stash_put(&so->stash, gateann_record_location(&so->meta, id).block,
+							   &p->page);
 	}
 	if (so->track_timing)
 	{
@@ -742,11 +815,11 @@ static bool prefilter_affordable(GateannScanOpaque so);
  * id and check), without a read.  False: read it.
  */
 static bool
-read_resident(GateannScanOpaque so, uint32 id, char *dst)
+read_resident(GateannScanOpaque so, uint32 id, char *dst, char *page_dst)
 {
 	if (!so->read_resident ||
 		!gateann_read_record_resident(so->io_index, &so->meta, id, dst, so->store->hints,
-									  so->store->hdr->node_blocks))
+									  so->store->hdr->node_blocks, page_dst))
 		return false;
 	so->resident_pages += so->meta.pages_per_record;
 	return record_is_node(so, id, dst);
@@ -879,8 +952,35 @@ failing_run(GateannScanOpaque so, int i, uint32 *run, int *next)
 }
 
 /*
- * Get frontier[i]'s record: from the record cache or shared buffers at
- * once (applied in its turn), else an asynchronous read of the file.
+ * Copy node id's record into dst from a page this scan has read (page
+ * search), if that copy is as current as a read of the file must be (the
+ * block's mark) and holds the node, intact.
+ */
+static bool
+read_stashed(GateannScanOpaque so, uint32 id, char *dst)
+{
+	GateannRecordLoc loc;
+	const char *page;
+
+	if (!so->keep_pages)
+		return false;
+	loc = gateann_record_location(&so->meta, id);
+	page = gateann_page_stash_get(&so->stash, loc.block);
+	if (page == NULL ||
+		PageGetLSN((Page) page) < gateann_store_block_mark(so->store,
+														   loc.block - so->meta.node_start))
+		return false;
+	memcpy(dst, PageGetContents((Page) page) + loc.offset, so->meta.record_size);
+	if (!record_is_node(so, id, dst))
+		return false;
+	so->stats.page_hits++;
+	return true;
+}
+
+/*
+ * Get frontier[i]'s record: from a page the scan read, the record cache or
+ * shared buffers at once (applied in its turn), else an asynchronous read
+ * of the file.
  * False when the read could not be submitted (the round waits for reads
  * in flight first).
  */
@@ -890,11 +990,18 @@ dispatch_read(GateannScanOpaque so, int i)
 	uint32		id = so->frontier[i].id;
 	PendingRead *p = &so->pending[so->next_seq % so->width];
 
-	if (read_cached(so, id, p->record) || read_resident(so, id, p->record))
+	p->has_page = false;
+	if (read_stashed(so, id, p->record) || read_cached(so, id, p->record))
 	{
 		/* the synchronous path: landed already, applied in its turn */
 		p->landed = true;
 		p->valid = true;
+	}
+	else if (read_resident(so, id, p->record, so->keep_pages ? p->page : NULL))
+	{
+		p->landed = true;
+		p->valid = true;
+		p->has_page = so->keep_pages;
 	}
 	else
 	{
@@ -1101,6 +1208,11 @@ search_round(IndexScanDesc scan)
 		p->landed = true;
 		p->valid = data != NULL &&
 			record_from_pages(so, p->id, blkno, data, current, p->record, &p->lsn);
+		if (p->valid && so->keep_pages)
+		{
+			memcpy(p->page, data, BLCKSZ);
+			p->has_page = true;
+		}
 		/* a copy of what came from the files (not shared buffers) for later scans */
 		if (p->valid && !current && so->use_cache)
 			gateann_record_cache_put(&so->cache_key, p->id, p->record,
@@ -1821,6 +1933,7 @@ static void
 search_open(GateannScanOpaque so, Relation index)
 {
 	int			i;
+	bool		cacheable;
 
 	so->table = palloc(sizeof(float) * gateann_pq_table_floats(so->meta.pq_subspaces));
 	/*
@@ -1846,10 +1959,10 @@ search_open(GateannScanOpaque so, Relation index)
 	 * read into them (io.h, cacheable): it stays in memory; a larger one
 	 * would only push other data out, and is read with O_DIRECT.
 	 */
+	cacheable = (double) so->meta.node_pages <= (double) NBuffers / 4;
 	so->io = gateann_io_open(index, so->meta.pages_per_record,
 							 RecoveryInProgress() || !so->store->shared ||
-							 !RelationNeedsWAL(index),
-							 (double) so->meta.node_pages <= (double) NBuffers / 4);
+							 !RelationNeedsWAL(index), cacheable);
 	/*
 	 * Reads that all complete at once overlap nothing: one at a time, each
 	 * applied before the next candidate is chosen, as a best-first search
@@ -1873,9 +1986,33 @@ search_open(GateannScanOpaque so, Relation index)
 	so->cache_key.relfilenumber = GATEANN_REL_FILENUMBER(index);
 	so->io_index = index;
 	so->resident_pages = 0;
+	/*
+	 * gateann.page_search, where a page holds several records.  Keeping
+	 * the pages read (reuse) never changes the walk: a record taken from
+	 * a kept page is the one a read gives.  auto keeps them for an index
+	 * too large to stay in shared buffers, whose reads cost I/O; for one
+	 * that stays there a read is a copy from memory, cheaper than keeping
+	 * its page (0-15 % more time per query, bench/RESULTS.md).  Like W,
+	 * the choice follows from the index's size, never from what a cache
+	 * holds.  Searching the pages' other records (on) changes the walk by
+	 * which records came with a page (one from the record cache does
+	 * not): asked for, never chosen.
+	 */
+	so->search_pages = so->meta.records_per_page > 1 &&
+		gateann_page_search == GATEANN_PAGE_SEARCH_ON;
+	so->keep_pages = so->search_pages ||
+		(so->meta.records_per_page > 1 &&
+		 (gateann_page_search == GATEANN_PAGE_SEARCH_REUSE ||
+		  (gateann_page_search == GATEANN_PAGE_SEARCH_AUTO && !cacheable)));
 	so->pending = palloc0(sizeof(PendingRead) * so->width);
 	for (i = 0; i < so->width; i++)
+	{
 		so->pending[i].record = palloc(so->meta.record_size);
+		if (so->keep_pages)
+			so->pending[i].page = palloc(BLCKSZ);
+	}
+	if (so->keep_pages)
+		gateann_page_stash_init(&so->stash, GATEANN_PAGE_STASH_PAGES);
 	so->L = first_list_size(so);
 	so->frontier = palloc(sizeof(GateannCandidate) * so->L);
 }

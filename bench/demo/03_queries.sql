@@ -67,6 +67,7 @@ SELECT id, tenant, category, round((embedding <-> :'q1'::real[])::numeric, 4) AS
 \echo 'Where that query read its records from (gateann_last_scan()):'
 \x on
 SELECT visited AS records_read, cache_hits AS records_from_record_cache,
+       page_hits AS records_from_pages_read_before,
        resident_hits AS pages_from_shared_buffers,
        page_cache_hits AS pages_from_page_cache, reads AS pages_from_device,
        buffer_hits AS pages_read_into_shared_buffers, io_method, strategy, returned

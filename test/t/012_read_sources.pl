@@ -5,7 +5,8 @@
 # (io_uring, O_DIRECT); an index small enough for shared buffers (a quarter
 # of them) is read into them instead, and stays there.  The rows are the
 # same whichever it was, and gateann_last_scan() says where the pages came
-# from.
+# from.  gateann.page_search = auto reuses, for such an index, the pages a
+# scan read (page_hits), without changing its rows.
 
 use strict;
 use warnings;
@@ -24,10 +25,13 @@ $node->safe_psql('postgres', indexed_items_sql(0.5, 20000, 32, 2000));
 # rows of every query (id lists), and the summed counters of their scans
 sub run_queries
 {
-	my ($method) = @_;
+	my ($method, $pages) = @_;
+	$pages //= 'auto';
 	my $out = $node->safe_psql('postgres', qq{
 SET enable_seqscan = off; SET gateann.io_method = '$method';
-CREATE TEMP TABLE r (q int, ids text, reads bigint, resident bigint, cached bigint, buffer bigint);
+SET gateann.page_search = '$pages';
+CREATE TEMP TABLE r (q int, ids text, reads bigint, resident bigint, cached bigint, buffer bigint,
+                     page_hits bigint);
 DO \$\$
 DECLARE qr record; ids text; s record;
 BEGIN
@@ -35,13 +39,15 @@ BEGIN
     SELECT string_agg(id::text, ',') INTO ids
       FROM (SELECT id FROM items ORDER BY v <-> qr.v LIMIT 10) t;
     SELECT * INTO s FROM gateann_last_scan();
-    INSERT INTO r VALUES (qr.q, ids, s.reads, s.resident_hits, s.page_cache_hits, s.buffer_hits);
+    INSERT INTO r VALUES (qr.q, ids, s.reads, s.resident_hits, s.page_cache_hits, s.buffer_hits,
+                          s.page_hits);
   END LOOP;
 END \$\$;
-SELECT string_agg(ids, ';' ORDER BY q), sum(reads), sum(resident), sum(cached), sum(buffer) FROM r;});
-	my ($rows, $reads, $resident, $cached, $buffer) = split /\|/, $out;
+SELECT string_agg(ids, ';' ORDER BY q), sum(reads), sum(resident), sum(cached), sum(buffer),
+       sum(page_hits) FROM r;});
+	my ($rows, $reads, $resident, $cached, $buffer, $page_hits) = split /\|/, $out;
 	return { rows => $rows, reads => $reads, resident => $resident, cached => $cached,
-		buffer => $buffer };
+		buffer => $buffer, page_hits => $page_hits };
 }
 
 # evict the index's file from the kernel's page cache (its owner may; dirty
@@ -84,6 +90,13 @@ my $uring = run_queries('io_uring');
 is($uring->{rows}, $buffer->{rows}, 'io_uring, which always reads the file, agrees');
 is($uring->{resident} + $uring->{cached}, 0, 'and takes nothing from memory');
 
+# page_search = auto reused pages in every run above; off reads every record
+cmp_ok($uring->{page_hits}, '>', 0, 'auto takes records from pages the scan read');
+my $unpaged = run_queries('io_uring', 'off');
+is($unpaged->{rows}, $buffer->{rows}, 'and returns the rows of a scan that reads them all');
+is($unpaged->{page_hits}, '0', 'off takes none');
+cmp_ok($unpaged->{reads}, '>', $uring->{reads}, 'and reads more');
+
 # --- a cacheable index: what no memory holds is read into shared buffers ---------------------------
 $node->append_conf('postgresql.conf', "shared_buffers = '128MB'");
 $node->restart;
@@ -97,6 +110,7 @@ my $again = run_queries('auto');
 is($again->{buffer} + $again->{reads} + $again->{cached}, 0,
 	'and then shared buffers hold them all');
 cmp_ok($again->{resident}, '>', 0, 'every page comes from there');
+is($again->{page_hits}, '0', 'page_search = auto: not for an index read into shared buffers');
 
 $node->stop;
 done_testing();
