@@ -11,6 +11,7 @@ gateann_page_stash_init(GateannPageStash *stash, int capacity)
 	Assert(capacity > 0);
 	stash->capacity = capacity;
 	stash->blocks = palloc(sizeof(BlockNumber) * capacity);
+	stash->from_file = palloc(sizeof(bool) * capacity);
 	/* buffers come with the pages put (gateann_page_stash_put) */
 	stash->pages = palloc0(sizeof(char *) * capacity);
 	gateann_page_stash_reset(stash);
@@ -36,15 +37,19 @@ stash_slot(const GateannPageStash *stash, BlockNumber blkno)
 }
 
 const char *
-gateann_page_stash_get(const GateannPageStash *stash, BlockNumber blkno)
+gateann_page_stash_get(const GateannPageStash *stash, BlockNumber blkno, bool *from_file)
 {
 	int			slot = stash_slot(stash, blkno);
 
-	return slot < 0 ? NULL : stash->pages[slot];
+	if (slot < 0)
+		return NULL;
+	*from_file = stash->from_file[slot];
+	return stash->pages[slot];
 }
 
 void
-gateann_page_stash_put(GateannPageStash *stash, BlockNumber blkno, char **page)
+gateann_page_stash_put(GateannPageStash *stash, BlockNumber blkno, char **page,
+					   bool from_file)
 {
 	int			slot = stash_slot(stash, blkno);
 	char	   *old;
@@ -58,6 +63,7 @@ gateann_page_stash_put(GateannPageStash *stash, BlockNumber blkno, char **page)
 		stash->blocks[slot] = blkno;
 	}
 	Assert(slot < stash->used);
+	stash->from_file[slot] = from_file;
 	old = stash->pages[slot];
 	stash->pages[slot] = *page;
 	*page = old != NULL ? old : palloc(BLCKSZ);

@@ -30,6 +30,7 @@ typedef struct GateannPageStash
 	int			used;			/* filled slots */
 	int			next;			/* slot the next put overwrites */
 	BlockNumber *blocks;		/* capacity: block of each slot */
+	bool	   *from_file;		/* capacity: read from the index's file */
 	char	  **pages;			/* capacity: each slot's BLCKSZ bytes */
 } GateannPageStash;
 
@@ -39,14 +40,16 @@ typedef struct GateannPageStash
 extern void gateann_page_stash_init(GateannPageStash *stash, int capacity);
 extern void gateann_page_stash_reset(GateannPageStash *stash);
 
-/* The copy of block blkno, or NULL */
-extern const char *gateann_page_stash_get(const GateannPageStash *stash, BlockNumber blkno);
+/* The copy of block blkno, or NULL; *from_file: it was read from the file */
+extern const char *gateann_page_stash_get(const GateannPageStash *stash, BlockNumber blkno,
+										  bool *from_file);
 
 /*
  * Keep *page (BLCKSZ bytes, palloc'd) as block blkno's copy, replacing an
  * older one: the stash takes the buffer and hands back in *page the one it
  * no longer needs (no copy).
  */
-extern void gateann_page_stash_put(GateannPageStash *stash, BlockNumber blkno, char **page);
+extern void gateann_page_stash_put(GateannPageStash *stash, BlockNumber blkno, char **page,
+								   bool from_file);
 
 #endif							/* GATEANN_PAGE_STASH_H */

@@ -285,6 +285,7 @@ typedef struct PendingRead
 	XLogRecPtr	lsn;			/* ... from pages of at least this LSN */
 	char	   *record;			/* record_size bytes */
 	bool		has_page;		/* page holds the page the record came from */
+	bool		page_from_file; /* ... read from the file (not shared buffers) */
 	char	   *page;			/* BLCKSZ bytes, under page search */
 } PendingRead;
 
@@ -710,7 +711,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		if (so->search_pages && !so->reading && !so->prefilter)
 			page_search(so, id, p->page);
 		gateann_page_stash_put(&so->stash, gateann_record_location(&so->meta, id).block,
-							   &p->page);
+							   &p->page, p->page_from_file);
 	}
 	if (so->track_timing)
 	{
@@ -961,11 +962,12 @@ read_stashed(GateannScanOpaque so, uint32 id, char *dst)
 {
 	GateannRecordLoc loc;
 	const char *page;
+	bool		from_file = false;
 
 	if (!so->keep_pages)
 		return false;
 	loc = gateann_record_location(&so->meta, id);
-	page = gateann_page_stash_get(&so->stash, loc.block);
+	page = gateann_page_stash_get(&so->stash, loc.block, &from_file);
 	if (page == NULL ||
 		PageGetLSN((Page) page) < gateann_store_block_mark(so->store,
 														   loc.block - so->meta.node_start))
@@ -974,13 +976,23 @@ read_stashed(GateannScanOpaque so, uint32 id, char *dst)
 	if (!record_is_node(so, id, dst))
 		return false;
 	so->stats.page_hits++;
+
+	/*
+	 * A record the scan needed, from a page of the file: the record cache
+	 * keeps it as it keeps the records read (a later scan may not read
+	 * its page).
+	 */
+	if (from_file && so->use_cache)
+		gateann_record_cache_put(&so->cache_key, id, dst, so->meta.record_size,
+								 PageGetLSN((Page) page));
 	return true;
 }
 
 /*
- * Get frontier[i]'s record: from a page the scan read, the record cache or
- * shared buffers at once (applied in its turn), else an asynchronous read
- * of the file.
+ * Get frontier[i]'s record: from the record cache, a page the scan read
+ * (which the cache then keeps; the cache is asked first so that it does
+ * not keep a record twice) or shared buffers at once (applied in its
+ * turn), else an asynchronous read of the file.
  * False when the read could not be submitted (the round waits for reads
  * in flight first).
  */
@@ -991,7 +1003,8 @@ dispatch_read(GateannScanOpaque so, int i)
 	PendingRead *p = &so->pending[so->next_seq % so->width];
 
 	p->has_page = false;
-	if (read_stashed(so, id, p->record) || read_cached(so, id, p->record))
+	p->page_from_file = false;
+	if (read_cached(so, id, p->record) || read_stashed(so, id, p->record))
 	{
 		/* the synchronous path: landed already, applied in its turn */
 		p->landed = true;
@@ -1212,6 +1225,7 @@ search_round(IndexScanDesc scan)
 		{
 			memcpy(p->page, data, BLCKSZ);
 			p->has_page = true;
+			p->page_from_file = !current;
 		}
 		/* a copy of what came from the files (not shared buffers) for later scans */
 		if (p->valid && !current && so->use_cache)

@@ -69,7 +69,9 @@ is($fill->{rows}, $off->{rows}, 'the scans that fill the cache return the same r
 my $warm = run_queries('on');
 is($warm->{rows}, $off->{rows}, 'scans served by the cache return the same rows');
 cmp_ok($warm->{hits}, '>', 0, 'records come from the cache');
-cmp_ok($warm->{reads}, '<', $fill->{reads} / 2, 'and are not read again');
+# (nor the records the filling scans took from pages they had read:
+# gateann.page_search = auto reuses them here, and the cache keeps them too)
+cmp_ok($warm->{reads}, '<', $fill->{reads} / 20, 'and are not read again');
 
 my $info = $node->safe_psql('postgres',
 	q{SELECT records > 0, hits > 0, hit_rate > 0 AND hit_rate <= 1 FROM gateann_record_cache_info()});
