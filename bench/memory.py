@@ -108,18 +108,20 @@ def one_pass(conn, sqls: list[str]) -> tuple[list[list[int]], float, dict]:
     return found, spent * 1000 / n, {k: round(v / n, 1) for k, v in sums.items()}
 
 
-def settings(conn, L: int, mode: str, read_list: int, pages: str = "auto") -> None:
+def settings(conn, L: int, mode: str, read_list: int, gucs: dict) -> None:
+    """A point's settings; gucs: the varied gateann settings (page_search, ...)."""
     conn.execute("SET enable_seqscan = off")
-    conn.execute(f"SET gateann.page_search = {pages}")
+    for name, value in gucs.items():
+        conn.execute(f"SET gateann.{name} = {value}")
     conn.execute(f"SET gateann.search_list_size = {L}")
     conn.execute(f"SET gateann.filter_mode = {mode}")
     conn.execute(f"SET gateann.read_list_size = {read_list}")
 
 
-def _client(sqls: list[str], L: int, mode: str, read_list: int, pages: str, seconds: float,
+def _client(sqls: list[str], L: int, mode: str, read_list: int, gucs: dict, seconds: float,
             out) -> None:
     conn = connect()
-    settings(conn, L, mode, read_list, pages)
+    settings(conn, L, mode, read_list, gucs)
     n, t0, i = 0, time.monotonic(), 0
     while time.monotonic() - t0 < seconds:
         conn.execute(sqls[i % len(sqls)]).fetchall()
@@ -127,12 +129,12 @@ def _client(sqls: list[str], L: int, mode: str, read_list: int, pages: str, seco
     out.put(n / (time.monotonic() - t0))
 
 
-def qps(sqls: list[str], L: int, mode: str, read_list: int, pages: str, clients: int,
+def qps(sqls: list[str], L: int, mode: str, read_list: int, gucs: dict, clients: int,
         seconds: float) -> float:
     ctx = mp.get_context("fork")
     out = ctx.Queue()
     procs = [ctx.Process(target=_client,
-                         args=(sqls[c::clients] or sqls, L, mode, read_list, pages, seconds,
+                         args=(sqls[c::clients] or sqls, L, mode, read_list, gucs, seconds,
                                out))
              for c in range(clients)]
     for p in procs:
@@ -162,6 +164,8 @@ def main() -> None:
                     help="gateann.filter_mode values for the filtered workloads (gate,post)")
     ap.add_argument("--page-search", default="auto",
                     help="gateann.page_search values (auto,on,off)")
+    ap.add_argument("--dynamic-width", default="on",
+                    help="gateann.dynamic_width values (on,off)")
     ap.add_argument("--read-lists", default="0",
                     help="gateann.read_list_size values (0: read as the walk goes)")
     a = ap.parse_args()
@@ -217,18 +221,20 @@ def main() -> None:
         conn.execute(f"ALTER SYSTEM SET shared_buffers = '{a.shared_buffers}'")
         conn.execute(f"ALTER SYSTEM SET gateann.record_cache_size = '{cache_mb}MB'")
         conn.close()
-        points_wanted = [(wl, mode, rl, pages, L) for wl in a.workloads.split(",")
+        points_wanted = [(wl, mode, rl, pages, dyn, L) for wl in a.workloads.split(",")
                          for mode in (["gate"] if wl == "none" else a.filter_modes.split(","))
                          for rl in ([0] if mode != "gate" else
                                     [int(v) for v in a.read_lists.split(",")])
                          for pages in a.page_search.split(",")
+                         for dyn in a.dynamic_width.split(",")
                          for L in Ls]
-        for wl, mode, rl, pages, L in points_wanted:
+        for wl, mode, rl, pages, dyn, L in points_wanted:
+            gucs = {"page_search": pages, "dynamic_width": dyn}
             # every point starts from an empty record cache and page cache
             pg_ctl("restart", "-m", "fast")
             conn = connect()
             conn.execute(f"SELECT gateann_prewarm('{table}_idx')")
-            settings(conn, L, mode, rl, pages)
+            settings(conn, L, mode, rl, gucs)
             drop_page_cache()
             passes = {}
             for name in ("cold", "warm"):
@@ -238,12 +244,13 @@ def main() -> None:
                 passes[name] = {"recall": round(float(rec[ok].mean()), 4), "ms": round(ms, 2),
                                 **c}
             pt = {"cache_share": share, "cache_mb": cache_mb, "workload": wl, "mode": mode,
-                  "read_list": rl, "page_search": pages, "L": L,
+                  "read_list": rl, "page_search": pages, "dynamic_width": dyn, "L": L,
                   **{f"{k}_{p}": v for p, d in passes.items() for k, v in d.items()}}
             for cl in clients:
-                pt[f"qps_{cl}"] = qps(sqls[wl], L, mode, rl, pages, cl, a.seconds)
+                pt[f"qps_{cl}"] = qps(sqls[wl], L, mode, rl, gucs, cl, a.seconds)
             points.append(pt)
-            log(f"cache {cache_mb:5} MB {wl:4} {mode:4} read {rl:3} pages {pages:3} L={L:3}: "
+            log(f"cache {cache_mb:5} MB {wl:4} {mode:4} read {rl:3} pages {pages:3} "
+                f"dynamic width {dyn:3} L={L:3}: "
                 f"recall {pt['recall_warm']:.3f} "
                 f"reads {pt['reads_cold']:.1f}/{pt['reads_warm']:.1f} "
                 f"page hits {pt['page_hits_cold']:.1f} "

@@ -1090,8 +1090,7 @@ def t_memory(runs):
     newest run only; a row per budget and workload, a cell per L."""
     cand = [r for r in of_kind(runs, "memory")
             if len({p["cache_mb"] for p in r.get("points") or []}) > 1
-            and not any(p.get("read_list") for p in r.get("points") or [])
-            and not _page_search_values(r)]
+            and not _ablation(r)]
     if not cand:
         return not_measured("`bench/run.sh memory`")
     return memory_table(cand[0])
@@ -1110,10 +1109,9 @@ def t_memory_modes(runs):
 def t_memory_walk(runs):
     """A memory walk against reading as the walk goes (bench/memory.py
     --read-lists 0,n), newest run only."""
-    cand = [r for r in of_kind(runs, "memory")
-            if any(p.get("read_list") for p in r.get("points") or [])]
+    cand = [r for r in of_kind(runs, "memory") if _ablation(r)]
     if not cand:
-        return not_measured("`bench/run.sh memory --read-lists 0,20`")
+        return not_measured("`bench/run.sh memory --read-lists 0,20 --page-search off,reuse`")
     return memory_tables_per_shape(cand)
 
 
@@ -1129,37 +1127,38 @@ def memory_tables_per_shape(cand):
     return out
 
 
-def _page_search_values(r):
-    """The gateann.page_search values a memory run compared (none: it did not)."""
-    vals = list(dict.fromkeys(p.get("page_search", "off") for p in r.get("points") or []))
-    return vals if len(vals) > 1 else []
+# Settings a memory run may vary, with their value in runs that did not record them
+ABLATION = {"read_list": 0, "page_search": "off", "dynamic_width": "off"}
 
 
-def t_memory_pages(runs):
-    """Page reuse and page search against reading every record (bench/memory.py
-    --page-search off,reuse,on): the newest run of each shape and size."""
-    cand = [r for r in of_kind(runs, "memory") if _page_search_values(r)]
-    if not cand:
-        return not_measured("`bench/run.sh memory --page-search off,reuse,on`")
-    return memory_tables_per_shape(cand)
+def _varied(r):
+    """The ABLATION settings a memory run compared (more than one value)."""
+    pts = r.get("points") or []
+    return [k for k, d in ABLATION.items() if len({p.get(k, d) for p in pts}) > 1]
+
+
+def _ablation(r):
+    return bool(_varied(r))
 
 
 def memory_table(r):
     f = r.get("memory") or {}
     pts = r.get("points") or []
     Ls = sorted({p["L"] for p in pts})
-    paged = bool(_page_search_values(r))
+    varied = _varied(r)
+    paged = "page_search" in varied
     rows = []
+
+    def setting(p):
+        return tuple(p.get(k, d) for k, d in ABLATION.items())
     for budget in dict.fromkeys((p["cache_mb"], p["cache_share"]) for p in pts):
-        for wl, mode, rl, ps in dict.fromkeys((p["workload"], p.get("mode", "gate"),
-                                               p.get("read_list", 0),
-                                               p.get("page_search", "off")) for p in pts):
+        for wl, mode, st in dict.fromkeys((p["workload"], p.get("mode", "gate"), setting(p))
+                                          for p in pts):
             cells = []
             for L in Ls:
                 p = next((p for p in pts if (p["cache_mb"], p["cache_share"]) == budget
                           and p["workload"] == wl and p.get("mode", "gate") == mode
-                          and p.get("read_list", 0) == rl
-                          and p.get("page_search", "off") == ps and p["L"] == L), None)
+                          and setting(p) == st and p["L"] == L), None)
                 cells.append("–" if p is None else
                              f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
                              f"{p.get('reads_warm')} / "
@@ -1167,10 +1166,13 @@ def memory_table(r):
                              + f"{fms(p.get('ms_warm'))} / "
                              f"{fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
             if any(c != "–" for c in cells):
+                vals = dict(zip(ABLATION, st))
                 rows.append([f"{fint(budget[0])} MB ({budget[1]:.0%})",
                              (wl if mode == "gate" else f"{wl}, {mode}")
-                             + (f", memory walk reading {rl}" if rl else "")
-                             + (f", page_search {ps}" if paged else "")] + cells)
+                             + (f", memory walk reading {vals['read_list']}"
+                                if vals["read_list"] else "")
+                             + "".join(f", {k} {vals[k]}" for k in varied
+                                       if k != "read_list")] + cells)
     return ([f"{f.get('shape')}, {rows_label(f.get('n'))}: index {mib(f.get('index_bytes'))} MiB, "
              f"in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
              f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
@@ -1203,7 +1205,6 @@ TABLES = {
     "memory": t_memory,
     "memory_modes": t_memory_modes,
     "memory_walk": t_memory_walk,
-    "memory_pages": t_memory_pages,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)

@@ -35,6 +35,7 @@ int			gateann_tunnel_neighbors_guc = 0;
 int			gateann_tunnel_batch = 4;
 double		gateann_prefilter_selectivity = 0.02;
 bool		gateann_track_timing = false;
+bool		gateann_dynamic_width = true;
 int			gateann_page_search = GATEANN_PAGE_SEARCH_AUTO;
 
 int			gateann_iterative_scan = GATEANN_ITERATIVE_STRICT;
@@ -159,6 +160,12 @@ _PG_init(void)
 							 "Off by default: it reads the clock twice per node read.",
 							 &gateann_track_timing,
 							 false,
+							 PGC_USERSET, 0, NULL, NULL, NULL);
+	DefineCustomBoolVariable("gateann.dynamic_width",
+							 "An unfiltered graph walk starts with two reads in flight and doubles them, up to gateann.io_width, as its reads stop coming closer to the query.",
+							 "Off: gateann.io_width reads from the start.",
+							 &gateann_dynamic_width,
+							 true,
 							 PGC_USERSET, 0, NULL, NULL, NULL);
 	DefineCustomEnumVariable("gateann.page_search",
 							 "Searches use every record of the node pages they read, not only the one they read it for.",

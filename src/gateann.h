@@ -331,6 +331,10 @@ extern int	gateann_tunnel_batch;
 #define GATEANN_TUNNEL_BATCH_MAX	8
 extern double gateann_prefilter_selectivity;
 extern bool gateann_track_timing;
+extern bool gateann_dynamic_width;
+
+/* Reads in flight at a walk's start under gateann.dynamic_width */
+#define GATEANN_FIRST_WIDTH		2
 
 /* gateann.page_search */
 extern int	gateann_page_search;

@@ -257,6 +257,16 @@ typedef struct GateannScanOpaqueData
 	bool		use_cache;		/* records from the shared record cache */
 	GateannRecordCacheKey cache_key;
 	int			width;
+	/*
+	 * Reads in flight now (gateann.dynamic_width): a walk's first reads
+	 * approach the query one hop after another, and reads issued
+	 * alongside them are mostly of candidates the next hop leaves behind;
+	 * the width doubles each time as many reads in a row as it allows
+	 * found no node closer than the closest read so far, up to width.
+	 */
+	int			cur_width;
+	int			stale_reads;	/* reads in a row that came no closer */
+	float		best_read;		/* the smallest exact distance read */
 	uint64		next_seq;		/* dispatch sequence number of the next read */
 	uint64		head_seq;		/* next one to apply */
 	struct PendingRead *pending;	/* reorder window, width entries */
@@ -620,6 +630,22 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 	}
 }
 
+/* A read's exact distance: widen the reads in flight once the walk has converged */
+static inline void
+note_read_distance(GateannScanOpaque so, float dist)
+{
+	if (dist < so->best_read)
+	{
+		so->best_read = dist;
+		so->stale_reads = 0;
+	}
+	else if (++so->stale_reads >= so->cur_width && so->cur_width < so->width)
+	{
+		so->cur_width = Min(so->cur_width * 2, so->width);
+		so->stale_reads = 0;
+	}
+}
+
 /* Apply a landed record: result set, then its neighbors into the frontier. */
 static void
 apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
@@ -669,6 +695,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 											   GateannRecordVector(&so->meta, p->record),
 											   so->meta.dims);
 			so->stats.exact_distances++;
+			note_read_distance(so, r.dist);
 			exact = on_pq_scale(so, r.dist);
 			/* how much PQ overstated it: running mean and square (unreached_bound) */
 			so->over_n++;
@@ -1042,8 +1069,8 @@ dispatch(GateannScanOpaque so)
 	instr_time	tunnel_start;
 
 	INSTR_TIME_SET_ZERO(tunnel_start);
-	while (gateann_io_inflight(so->io) < so->width &&
-		   so->next_seq - so->head_seq < (uint64) so->width)
+	while (gateann_io_inflight(so->io) < so->cur_width &&
+		   so->next_seq - so->head_seq < (uint64) so->cur_width)
 	{
 		int			i;
 		uint32		id;
@@ -1431,6 +1458,7 @@ read_phase_begin(GateannScanOpaque so, int count)
 	}
 	so->frontier = so->read_list;
 	so->L = count;
+	so->cur_width = so->width;	/* (known candidates, as pre-filtering's) */
 	so->window_matches = 0;
 	so->matches_before = 0;
 	so->window_cut = false;
@@ -1675,6 +1703,8 @@ start_prefilter(IndexScanDesc scan, const char *strategy)
 
 	so->prefilter = true;
 	so->stats.strategy = strategy;
+	/* the candidates are known, not met hop by hop: all reads at once */
+	so->cur_width = so->width;
 	/* (every pre-filtered candidate passes the check: no window) */
 	so->window_matches = 0;
 	so->window_cut = false;
@@ -1986,6 +2016,15 @@ search_open(GateannScanOpaque so, Relation index)
 	 * not depend on what the cache held.
 	 */
 	so->width = gateann_io_synchronous(so->io) ? 1 : gateann_io_width_of(so->io);
+	/*
+	 * (Not for a filtered walk: it reads only matching nodes, each hop
+	 * crossed in memory, and read fewer (4 %) but answered slower (4-11 %)
+	 * with it: bench/RESULTS.md.)
+	 */
+	so->cur_width = gateann_dynamic_width && !so->filtering ?
+		Min(so->width, GATEANN_FIRST_WIDTH) : so->width;
+	so->stale_reads = 0;
+	so->best_read = get_float4_infinity();
 	so->read_resident = gateann_io_tiered(so->io);
 	/*
 	 * The record cache holds copies of file reads, checked against the
