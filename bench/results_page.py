@@ -1085,17 +1085,6 @@ def t_eviction(runs):
             + [""] + footnotes(cand))
 
 
-def t_memory(runs):
-    """Memory budgets (bench/memory.py): the record cache against the device,
-    newest run only; a row per budget and workload, a cell per L."""
-    cand = [r for r in of_kind(runs, "memory")
-            if len({p["cache_mb"] for p in r.get("points") or []}) > 1
-            and not _ablation(r)]
-    if not cand:
-        return not_measured("`bench/run.sh memory`")
-    return memory_table(cand[0])
-
-
 def t_memory_modes(runs):
     """Gate against post on the device (bench/memory.py --filter-modes gate,post),
     newest run only."""
@@ -1123,8 +1112,49 @@ def memory_tables_per_shape(cand):
         if (f.get("shape"), f.get("n")) in seen:
             continue
         seen.add((f.get("shape"), f.get("n")))
-        out += ([""] if out else []) + memory_table(r)
+        one_l = len({p["L"] for p in r.get("points") or []}) == 1
+        out += ([""] if out else []) + (ablation_table(r) if one_l and len(_varied(r)) > 1
+                                        else memory_table(r))
     return out
+
+
+# How an ablation row names a setting that is on
+ABLATION_NAMES = {"read_list": "memory walk", "page_search": "page reuse",
+                  "dynamic_width": "dynamic width"}
+
+
+def ablation_table(r):
+    """A memory run at one L that varied several settings: a row per
+    combination of them, a column per record cache budget and workload."""
+    f = r.get("memory") or {}
+    pts = r.get("points") or []
+    varied = _varied(r)
+    cols = list(dict.fromkeys((p["cache_mb"], p["cache_share"], p["workload"]) for p in pts))
+    combos = list(dict.fromkeys(tuple(p.get(k, ABLATION[k]) for k in varied) for p in pts))
+    combos.sort(key=lambda c: sum(v != ABLATION[k] for k, v in zip(varied, c)))
+    rows = []
+    for combo in combos:
+        on = [ABLATION_NAMES[k] + (f" ({v})" if k == "read_list" else "")
+              for k, v in zip(varied, combo) if v != ABLATION[k]]
+        cells = []
+        for mb, share, wl in cols:
+            p = next((p for p in pts if (p["cache_mb"], p["cache_share"], p["workload"]) ==
+                      (mb, share, wl) and tuple(p.get(k, ABLATION[k]) for k in varied) == combo),
+                     None)
+            cells.append("–" if p is None else
+                         f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
+                         f"{p.get('reads_warm')} / {fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
+        rows.append([" + ".join(on) if on else "none"] + cells)
+    L = pts[0]["L"] if pts else "–"
+    return ([f"{f.get('shape')}, {rows_label(f.get('n'))}, L = {L}: index "
+             f"{mib(f.get('index_bytes'))} MiB, in-memory stores {mib(f.get('store_bytes'))} "
+             f"MiB, shared_buffers {f.get('shared_buffers')}; the device reads "
+             f"{fint(f.get('device_reads_per_s_qd1'))} random 8 KiB blocks/s at queue depth 1. "
+             "Cells: recall@10 / device reads per query, first pass → second pass (the same "
+             "queries again) / QPS with 1 / 2 clients (looping over the same queries).", ""]
+            + table(["techniques on"] + [f"{wl}, cache {fint(mb)} MB ({share:.0%})"
+                                         for mb, share, wl in cols], rows)
+            + [""] + footnotes([r]))
 
 
 # Settings a memory run may vary, with their value in runs that did not record them
@@ -1202,7 +1232,6 @@ TABLES = {
     "mix": t_mix,
     "fuzz": t_fuzz,
     "eviction": t_eviction,
-    "memory": t_memory,
     "memory_modes": t_memory_modes,
     "memory_walk": t_memory_walk,
 }
