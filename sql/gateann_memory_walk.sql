@@ -84,7 +84,9 @@ BEGIN
   FOR r IN SELECT id, lab, v <-> q AS d FROM mw WHERE NOT filtered OR lab = 3
            ORDER BY v <-> q LIMIT lim LOOP
     n := n + 1;
-    IF r.d < prev THEN ordered := false; END IF;
+    -- (the index ranks by single-precision distances, the operator
+    -- computes in double: near ties may come in either order)
+    IF r.d < prev - 1e-5 * (1 + prev) THEN ordered := false; END IF;
     IF filtered AND r.lab <> 3 THEN all_match := false; END IF;
     prev := r.d;
     INSERT INTO seen VALUES (r.id);
