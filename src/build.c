@@ -482,6 +482,48 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 	gateann_write_meta_page(index, fork, meta);
 }
 
+/* Rows of n nodes to their new ids (gateann_permute_rows), done cleared first */
+static void
+permute_node_rows(void *rows, Size row_bytes, uint32 n, const uint32 *order, uint8 *done,
+				  char *tmp)
+{
+	memset(done, 0, ((Size) n + 7) / 8);
+	gateann_permute_rows((char *) rows, row_bytes, n, order, done, tmp);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * Give node i the rows of node order[i]: vector, heap TID and code; with a
+ * graph, its list and degree (the ids in lists are the caller's to map);
+ * its arena entry when bs->arena_id maps them.
+ */
+static void
+move_node_rows(BuildState *bs, uint8 *codes, Size code_bytes, const uint32 *order,
+			   GateannGraph *graph)
+{
+	uint32		n = bs->n;
+	Size		row = Max(Max(sizeof(float) * bs->dims, sizeof(ItemPointerData)),
+						  Max(code_bytes, sizeof(uint32)));
+	uint8	   *done = palloc_extended(((Size) n + 7) / 8, MCXT_ALLOC_HUGE);
+	char	   *tmp;
+
+	if (graph != NULL)
+		row = Max(row, sizeof(uint32) * graph->capacity);
+	tmp = palloc(row);			/* one row of any */
+	permute_node_rows(bs->vectors, sizeof(float) * bs->dims, n, order, done, tmp);
+	permute_node_rows(bs->tids, sizeof(ItemPointerData), n, order, done, tmp);
+	permute_node_rows(codes, code_bytes, n, order, done, tmp);
+	if (graph != NULL)
+	{
+		permute_node_rows(graph->adj, sizeof(uint32) * graph->capacity, n, order, done, tmp);
+		permute_node_rows(graph->degree, sizeof(uint16), n, order, done, tmp);
+	}
+	if (bs->arena_id != NULL)
+		permute_node_rows(bs->arena_id, sizeof(uint32), n, order, done, tmp);
+	pfree(done);
+	pfree(tmp);
+}
+
 /*
  * Renumber the nodes in locality order (order.c), grouped first by the
  * coarse centroid their PQ codes name: the vectors, heap TIDs and codes
@@ -497,7 +539,6 @@ renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entrie
 	uint32	   *order = palloc_extended(sizeof(uint32) * (Size) bs->n, MCXT_ALLOC_HUGE);
 	void	   *scratch;
 	uint8	   *done;
-	char	   *tmp;
 	uint32		i;
 	int			e;
 
@@ -507,19 +548,11 @@ renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entrie
 						   GATEANN_PQ_SEED, order, scratch, train_interrupts);
 	pfree(scratch);
 
-	done = palloc_extended(((Size) bs->n + 7) / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
-	tmp = palloc(Max(Max(sizeof(float) * bs->dims, sizeof(ItemPointerData)), cb));	/* one row of any */
-	gateann_permute_rows((char *) bs->vectors, sizeof(float) * bs->dims, bs->n, order,
-						 done, tmp);
-	CHECK_FOR_INTERRUPTS();
-	memset(done, 0, ((Size) bs->n + 7) / 8);
-	gateann_permute_rows((char *) bs->tids, sizeof(ItemPointerData), bs->n, order,
-						 done, tmp);
-	memset(done, 0, ((Size) bs->n + 7) / 8);
-	gateann_permute_rows((char *) codes, cb, bs->n, order, done, tmp);
+	Assert(bs->arena_id == NULL);	/* the arena is in heap order */
+	move_node_rows(bs, codes, cb, order, NULL);
 
 	/* the entry points' new ids: mark the old ones, then find them in order[] */
-	memset(done, 0, ((Size) bs->n + 7) / 8);
+	done = palloc_extended(((Size) bs->n + 7) / 8, MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO);
 	for (e = 0; e < nentries; e++)
 		done[entries[e] >> 3] |= 1 << (entries[e] & 7);
 	for (i = 0; i < bs->n; i++)
@@ -535,7 +568,6 @@ renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entrie
 	for (e = 0; e < nentries; e++)
 		entries[e] &= ~GATEANN_ENTRY_RENUMBERED;
 	pfree(done);
-	pfree(tmp);
 	bs->arena_id = order;
 }
 
@@ -558,8 +590,6 @@ pack_pages(BuildState *bs, GateannGraph *graph, uint8 *codes, Size code_bytes, i
 	uint32	   *order = palloc_extended(sizeof(uint32) * (Size) n, MCXT_ALLOC_HUGE);
 	uint32	   *placed_at = palloc_extended(sizeof(uint32) * (Size) n, MCXT_ALLOC_HUGE);
 	uint32	   *queue = palloc(sizeof(uint32) * per_page);
-	uint8	   *done;
-	char	   *tmp;
 	uint32		pos = 0;
 	uint32		u;
 	uint32		i;
@@ -601,28 +631,8 @@ pack_pages(BuildState *bs, GateannGraph *graph, uint8 *codes, Size code_bytes, i
 	Assert(pos == n);
 	pfree(queue);
 
-	/* rows to their new places */
-	done = palloc_extended(((Size) n + 7) / 8, MCXT_ALLOC_HUGE);
-	tmp = palloc(Max(Max(sizeof(float) * bs->dims, sizeof(uint32) * graph->capacity),
-					 Max(code_bytes, sizeof(ItemPointerData))));
-#define PERMUTE(rows, row_bytes) \
-	do { \
-		memset(done, 0, ((Size) n + 7) / 8); \
-		gateann_permute_rows((char *) (rows), (row_bytes), n, order, done, tmp); \
-		CHECK_FOR_INTERRUPTS(); \
-	} while (0)
-	PERMUTE(bs->vectors, sizeof(float) * bs->dims);
-	PERMUTE(bs->tids, sizeof(ItemPointerData));
-	PERMUTE(codes, code_bytes);
-	PERMUTE(graph->adj, sizeof(uint32) * graph->capacity);
-	PERMUTE(graph->degree, sizeof(uint16));
-	if (bs->arena_id != NULL)
-		PERMUTE(bs->arena_id, sizeof(uint32));
-#undef PERMUTE
-	pfree(done);
-	pfree(tmp);
-
-	/* ... and the ids that name them */
+	/* rows to their new places, and the ids that name them */
+	move_node_rows(bs, codes, code_bytes, order, graph);
 	for (i = 0; i < n; i++)
 	{
 		uint32	   *list = graph->adj + (Size) i * graph->capacity;

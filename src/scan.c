@@ -577,6 +577,30 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 	return record_is_node(so, id, dst);
 }
 
+/* Node id's record rec, at exact distance dist, into the results */
+static void
+push_result(GateannScanOpaque so, uint32 id, const char *rec, float dist,
+			GateannFilterResult fr)
+{
+	HeapEntry	r;
+
+	r.dist = dist;
+	r.id = id;
+	r.tid = GateannRecordHeader(rec)->heap_tid;
+	r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
+	heap_push(&so->results, r);
+}
+
+/* Record rec's whole neighbor list into the frontier */
+static void
+expand_record(GateannScanOpaque so, const char *rec)
+{
+	int			nn = Min((int) GateannRecordHeader(rec)->nneighbors, so->meta.max_neighbors);
+
+	memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, rec), sizeof(uint32) * nn);
+	frontier_add_neighbors(so, so->rowbuf, nn);
+}
+
 /*
  * Page search: the other records on the page node id's record came from
  * cost no read.  One that may match, that the walk has not met, and whose
@@ -596,8 +620,7 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 		uint32		j = first + k;
 		const char *rec = PageGetContents((Page) page) + (Size) k * meta->record_size;
 		GateannFilterResult fr = GATEANN_FILTER_PASS;
-		HeapEntry	r;
-		int			nn;
+		float		dist;
 
 		if (j == id || j >= so->store->capacity || !gateann_store_has(so->store, j) ||
 			gateann_reached(so->visited, j) || !node_may_match(so, j) ||
@@ -605,10 +628,10 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 			(GateannRecordHeader(rec)->flags & GATEANN_NODE_DELETED))
 			continue;
 		/* the distance first: most are too far, and their check is not needed */
-		r.dist = gateann_internal_distance(so->metric, so->query,
-										   GateannRecordVector(meta, rec), meta->dims);
+		dist = gateann_internal_distance(so->metric, so->query,
+										 GateannRecordVector(meta, rec), meta->dims);
 		so->stats.exact_distances++;
-		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, on_pq_scale(so, r.dist)) ||
+		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, on_pq_scale(so, dist)) ||
 			!record_is_node(so, j, rec))
 			continue;
 		if (so->filtering)
@@ -619,14 +642,9 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 				continue;
 		}
 		(void) gateann_visit(so->visited, j);
-		r.id = j;
-		r.tid = GateannRecordHeader(rec)->heap_tid;
-		r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
-		heap_push(&so->results, r);
+		push_result(so, j, rec, dist, fr);
 		so->stats.page_search_results++;
-		nn = Min((int) GateannRecordHeader(rec)->nneighbors, meta->max_neighbors);
-		memcpy(so->rowbuf, GateannRecordNeighbors(meta, rec), sizeof(uint32) * nn);
-		frontier_add_neighbors(so, so->rowbuf, nn);
+		expand_record(so, rec);
 	}
 }
 
@@ -673,7 +691,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 	if (!(hdr->flags & GATEANN_NODE_DELETED))
 	{
 		GateannFilterResult fr = GATEANN_FILTER_PASS;
-		HeapEntry	r;
+		float		dist = 0;
 		float		exact;
 
 		if (so->filtering)
@@ -691,12 +709,12 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		 */
 		if (fr != GATEANN_FILTER_FAIL || so->filter_mode == GATEANN_FILTER_MODE_POST)
 		{
-			r.dist = gateann_internal_distance(so->metric, so->query,
-											   GateannRecordVector(&so->meta, p->record),
-											   so->meta.dims);
+			dist = gateann_internal_distance(so->metric, so->query,
+											 GateannRecordVector(&so->meta, p->record),
+											 so->meta.dims);
 			so->stats.exact_distances++;
-			note_read_distance(so, r.dist);
-			exact = on_pq_scale(so, r.dist);
+			note_read_distance(so, dist);
+			exact = on_pq_scale(so, dist);
 			/* how much PQ overstated it: running mean and square (unreached_bound) */
 			so->over_n++;
 			so->over_sum += p->pq_dist - exact;
@@ -704,10 +722,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		}
 		if (fr != GATEANN_FILTER_FAIL)
 		{
-			r.id = id;
-			r.tid = hdr->heap_tid;
-			r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
-			heap_push(&so->results, r);
+			push_result(so, id, p->record, dist, fr);
 			so->matched++;
 		}
 	}
@@ -728,11 +743,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		so->read_nbrs_n += nn;
 	}
 	else if (!so->prefilter)
-	{
-		nn = Min((int) hdr->nneighbors, so->meta.max_neighbors);
-		memcpy(so->rowbuf, GateannRecordNeighbors(&so->meta, p->record), sizeof(uint32) * nn);
-		frontier_add_neighbors(so, so->rowbuf, nn);
-	}
+		expand_record(so, p->record);
 	if (p->has_page)
 	{
 		if (so->search_pages && !so->reading && !so->prefilter)
