@@ -57,12 +57,14 @@ BEGIN
   RETURN total;
 END $$;
 -- (at L = 40 a walk that reads as it goes reads 40 per query here, a memory
--- walk 10 + 20: strict_order wants the second batch)
+-- walk 11 + 22: strict_order wants the second batch)
 SET gateann.search_list_size = 100;
 SELECT mw_exact_distances(10) * 2 < mw_exact_distances(0) AS under_half_the_reads;
 SET gateann.search_list_size = 40;
 
--- relaxed_order reads the first batch only, for LIMIT 10
+-- relaxed_order reads the first batch only, for LIMIT 10: read_list_size
+-- rows and the one after them, which the executor fetches to see that the
+-- tenth is in place
 SET gateann.iterative_scan = relaxed_order;
 SELECT count(*) FROM (SELECT id FROM mw ORDER BY v <-> cvec(100014) LIMIT 10) r;
 SELECT exact_distances, strategy FROM gateann_last_scan();

@@ -74,4 +74,48 @@ EXPLAIN (COSTS OFF) SELECT id FROM ph WHERE tenant = 3 ORDER BY embedding <-> '[
 SELECT count(*) FROM (SELECT id FROM ph ORDER BY embedding <=> '[1,2,3,4]' LIMIT 5000) s;
 SELECT id FROM ph ORDER BY embedding <-> '[1,2,3]' LIMIT 1;
 DROP TABLE ph;
+
+-- Near ties: rows come in the order of pgvector's operators, which sum in
+-- single precision in their own order (gateann_order has the same for real[]):
+-- the bound the scan gives the executor is below their values, never above.
+CREATE FUNCTION vo_inversions(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE
+	r record;
+	prev double precision := '-Infinity';
+	n int := 0;
+BEGIN
+	FOR r IN EXECUTE q LOOP
+		IF r.d < prev THEN n := n + 1; END IF;
+		prev := r.d;
+	END LOOP;
+	RETURN n;
+END $$;
+SELECT setseed(0.5);
+CREATE TABLE pv_near (id int, v vector(96), h halfvec(96));
+INSERT INTO pv_near
+SELECT i, a::vector, b::halfvec
+  FROM (SELECT i, array_agg((1 + (floor(random() * 64) - 32) * 2 ^ (-23) + (i % 7) * 2 ^ (-20))::real ORDER BY d) AS a,
+               array_agg((1 + (floor(random() * 64) - 32) * 2 ^ (-10) + (i % 7) * 2 ^ (-8))::real ORDER BY d) AS b
+          FROM generate_series(1, 2000) i, generate_series(1, 96) d GROUP BY i) s;
+CREATE INDEX ON pv_near USING gateann (v);
+CREATE INDEX ON pv_near USING gateann (v vector_ip_ops);
+CREATE INDEX ON pv_near USING gateann (v vector_cosine_ops);
+CREATE INDEX ON pv_near USING gateann (h);
+CREATE INDEX ON pv_near USING gateann (h halfvec_cosine_ops);
+SELECT vo_inversions($q$SELECT v <-> q AS d FROM pv_near, (SELECT array_fill(0.5::real, ARRAY[96])::vector AS q) s
+                        ORDER BY v <-> q LIMIT 300$q$) AS l2,
+       vo_inversions($q$SELECT v <#> q AS d FROM pv_near, (SELECT array_fill(0.5::real, ARRAY[96])::vector AS q) s
+                        ORDER BY v <#> q LIMIT 300$q$) AS ip,
+       vo_inversions($q$SELECT v <=> q AS d FROM pv_near,
+                               (SELECT array_agg((1 + (d % 3) * 0.25)::real)::vector AS q
+                                  FROM generate_series(1, 96) d) s
+                        ORDER BY v <=> q LIMIT 300$q$) AS cosine,
+       vo_inversions($q$SELECT h <-> q AS d FROM pv_near, (SELECT array_fill(0.5::real, ARRAY[96])::halfvec AS q) s
+                        ORDER BY h <-> q LIMIT 300$q$) AS half_l2,
+       vo_inversions($q$SELECT h <=> q AS d FROM pv_near,
+                               (SELECT array_agg((1 + (d % 3) * 0.25)::real)::halfvec AS q
+                                  FROM generate_series(1, 96) d) s
+                        ORDER BY h <=> q LIMIT 300$q$) AS half_cosine;
+DROP TABLE pv_near;
+DROP FUNCTION vo_inversions(text);
 DROP EXTENSION gateann_vector;

@@ -36,12 +36,14 @@
  * (gateann.iterative_scan = off stops after the first round).  Rows of one
  * round come in exact order; a later round may find rows closer than some
  * already returned: strict_order (the default) skips those, relaxed_order
- * returns them.  So strict_order runs a further round before a row while
- * the candidates it would start from could hold a closer one, testing rows
- * in doubling windows (the first ten before the first row, the next ten
- * after them, then twenty, ...: strict_wants_round).  A scan that stops at
- * the budget while the executor still wants rows says so (a NOTICE per
- * statement, budget_exhausted).
+ * returns them.  So strict_order runs a further round before the executor
+ * passes a row on while the candidates it would start from could hold a
+ * closer one (a row that could be beaten goes out with a lower bound the
+ * executor holds it behind; the round runs when the next row is asked for),
+ * and tests rows in doubling windows (the first ten before the first row,
+ * the next ten after them, then twenty, ...): strict_window_wants_round.  A
+ * scan that stops at the budget while the executor still wants rows says so
+ * (a NOTICE per statement, budget_exhausted).
  *
  * Pre-filtering (prefilter.h): in gate mode, a filter a sample says is
  * selective (gateann.prefilter_selectivity) skips the graph: the frontier
@@ -63,6 +65,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "gateann.h"
@@ -98,7 +101,7 @@
 #define GATEANN_LIST_SCALE_MAX	64
 /* ... and never longer than this */
 #define GATEANN_MAX_LIST_SIZE	1000000
-/* Rows strict_order tests before it returns the first (strict_wants_round) */
+/* Rows strict_order tests before it returns the first (strict_window_wants_round) */
 #define STRICT_FIRST_ROWS	10
 
 /* Min-heap element of the results (exact distances) */
@@ -108,6 +111,8 @@ typedef struct HeapEntry
 	uint32		id;
 	ItemPointerData tid;
 	bool		recheck;		/* the record could not verify the filter */
+	float		norm;			/* inner product: the vector's length (the
+								 * rounding bound, gateann_distance_lower_bound) */
 } HeapEntry;
 
 /* Heap order: distance, then node id so that ties come out deterministically */
@@ -208,7 +213,17 @@ typedef struct GateannScanOpaqueData
 	int			iterative;		/* gateann.iterative_scan of this scan */
 	bool		budget_spent;	/* stopped at gateann.max_scan_tuples */
 	/* rows returned and tunneled nodes are counted in stats */
+	/* strict_order's account of the rows returned (gettuple) */
+	float		floor;			/* the largest distance bound returned */
+	float		passed;			/* the farthest row returned below it */
+	float	   *unpassed;		/* distances of the other rows returned */
+	int			nunpassed;
+	int			unpassed_size;
 	float		last_dist;		/* the last row returned was at this distance */
+	bool		last_untested;	/* ... and could be beaten */
+	bool		lookahead_taken;	/* a row past the window was returned
+									 * (strict_window_wants_round) */
+	double		query_norm;		/* inner product: the query's length */
 	BlockNumber heap_blocks;	/* the table's size as last looked up
 								 * (check_heap_tid) */
 	int64		strict_window;	/* strict_order tested the rows up to this one */
@@ -588,6 +603,17 @@ push_result(GateannScanOpaque so, uint32 id, const char *rec, float dist,
 	r.id = id;
 	r.tid = GateannRecordHeader(rec)->heap_tid;
 	r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
+	r.norm = 0;
+	if (so->metric == GATEANN_METRIC_IP)
+	{
+		const float *v = GateannRecordVector(&so->meta, rec);
+		double		sq = 0;
+		int			i;
+
+		for (i = 0; i < so->meta.dims; i++)
+			sq += (double) v[i] * v[i];
+		r.norm = (float) sqrt(sq) * (1.0f + FLT_EPSILON);
+	}
 	heap_push(&so->results, r);
 }
 
@@ -1834,6 +1860,13 @@ search_state_reset(GateannScanOpaque so)
 	so->iterative = gateann_iterative_scan;
 	so->budget_spent = false;
 	so->strict_window = 0;
+	so->floor = -FLT_MAX;
+	so->passed = -FLT_MAX;
+	so->unpassed = NULL;
+	so->nunpassed = 0;
+	so->unpassed_size = 0;
+	so->last_untested = false;
+	so->lookahead_taken = false;
 	so->strict_scratch = NULL;
 	so->strict_scratch_size = 0;
 	so->over_n = 0;
@@ -1915,6 +1948,15 @@ search_read_query(IndexScanDesc scan)
 	/* a zero query has no cosine distance to anything (NaN) */
 	so->query_has_distance = !(so->metric == GATEANN_METRIC_COSINE &&
 							   !gateann_normalize(so->query, dims));
+	if (so->metric == GATEANN_METRIC_IP)
+	{
+		double		sq = 0;
+		int			i;
+
+		for (i = 0; i < dims; i++)
+			sq += (double) so->query[i] * so->query[i];
+		so->query_norm = sqrt(sq);
+	}
 	return true;
 }
 
@@ -2116,7 +2158,8 @@ search_graph(IndexScanDesc scan)
 	{
 		so->stats.strategy = "memory walk";
 		gateann_prefilter_init(&so->pf);
-		so->read_batch = gateann_read_list_size;
+		/* (and the row after them, which the executor fetches: gettuple) */
+		so->read_batch = gateann_read_list_size + 1;
 		memory_walk_first_round(scan);
 	}
 	else
@@ -2269,17 +2312,97 @@ collect_stats(GateannScanOpaque so)
 }
 
 /*
- * strict_order's test before a row is returned: could a further round find
- * a row that belongs before it?  A round that runs after rows were returned
- * can only skip the closer rows it finds, while one that runs before returns
- * them.  So rows are tested in windows: before the first row, the first
+ * strict_order's tests: could a further round find a row that belongs before
+ * one the scan returns?  A round that runs after rows were returned can only
+ * skip the closer rows it finds, while one that runs before returns them.
+ *
+ * Each row: a row that could be beaten (could_be_beaten) is returned at once
+ * but with a lower distance bound, the least distance a row not found yet
+ * can have (unreached_distance); the executor, which orders rows by the
+ * operator's distance and holds a row back until the index has returned a
+ * row whose bound is at least that distance (gettuple), so returns none
+ * beyond that bound; the further round runs when the next row is asked for,
+ * and the rows it finds closer come next.  So the row the executor fetches
+ * after the k a query wants (to see that the k-th is in place) costs no
+ * round.
+ *
+ * Windows (strict_window_wants_round): before the first row, the first
  * STRICT_FIRST_ROWS (as many as a typical ORDER BY ... LIMIT query wants);
- * once those are returned, as many again as were returned (the window
- * doubles).  A further round runs first while the last row of the window
- * could be beaten.
+ * once those are returned and the one after them, as many again as were
+ * returned (the window doubles).  A further round runs first while the last
+ * row of the window could be beaten.
  */
+static inline bool
+could_be_beaten(GateannScanOpaque so, float dist)
+{
+	return !so->exhausted && on_pq_scale(so, dist) > so->unreached;
+}
+
+/* The least exact distance a row the search has not found can have */
+static inline float
+unreached_distance(GateannScanOpaque so)
+{
+	/* (on_pq_scale inverted) */
+	if (so->metric == GATEANN_METRIC_COSINE)
+		return (so->unreached + so->pq_offset - 2.0f) / 2.0f;
+	if (so->metric == GATEANN_METRIC_L2)
+		return so->unreached + so->pq_offset;
+	return so->unreached;
+}
+
+/*
+ * strict_order: the row at `dist` goes to the executor with the bound
+ * `floor` (at most dist).  The executor passes a row on once the index has
+ * returned a bound at least its distance, so the rows returned below the
+ * largest bound returned may have been passed on: a row found later that is
+ * closer than the farthest of them is skipped (so->passed).
+ */
+static void
+account_returned_row(GateannScanOpaque so, float dist, float floor)
+{
+	int			i,
+				kept;
+
+	if (so->nunpassed == so->unpassed_size)
+	{
+		so->unpassed_size = Max(16, so->unpassed_size * 2);
+		so->unpassed = so->unpassed == NULL ? palloc(sizeof(float) * so->unpassed_size) :
+			repalloc(so->unpassed, sizeof(float) * so->unpassed_size);
+	}
+	so->unpassed[so->nunpassed++] = dist;
+	if (floor <= so->floor)
+		return;
+	so->floor = floor;
+	for (i = 0, kept = 0; i < so->nunpassed; i++)
+	{
+		if (so->unpassed[i] < floor)
+			so->passed = Max(so->passed, so->unpassed[i]);
+		else
+			so->unpassed[kept++] = so->unpassed[i];
+	}
+	so->nunpassed = kept;
+}
+
+/*
+ * The bound of a row that could be beaten: its own distance when every row
+ * returned but not passed on could not be (the executor may then pass those on, and holds this
+ * one until a later bound reaches it); else no more than the least distance
+ * a row not found yet can have, so that no such row is passed on before the
+ * round that settles it.
+ */
+static float
+beatable_row_floor(GateannScanOpaque so, float dist)
+{
+	int			i;
+
+	for (i = 0; i < so->nunpassed; i++)
+		if (could_be_beaten(so, so->unpassed[i]))
+			return Min(dist, Max(unreached_distance(so), so->floor));
+	return dist;
+}
+
 static bool
-strict_wants_round(GateannScanOpaque so)
+strict_window_wants_round(GateannScanOpaque so)
 {
 	int64		window;
 	int			k,
@@ -2289,7 +2412,22 @@ strict_wants_round(GateannScanOpaque so)
 	if (so->results.size == 0 || so->exhausted)
 		return false;
 	if (so->stats.returned < so->strict_window)
-		return on_pq_scale(so, so->results.items[0].dist) > so->unreached;
+		return false;
+	if (so->strict_window > 0)
+	{
+		/*
+		 * Past the window: the rows the executor fetches to see that the
+		 * window's last row is in place (those at its distance, and the one
+		 * after them) are no reason to test the next window.
+		 */
+		if (so->results.items[0].dist == so->last_dist)
+			return false;
+		if (!so->lookahead_taken)
+		{
+			so->lookahead_taken = true;
+			return false;
+		}
+	}
 	window = Max((int64) STRICT_FIRST_ROWS, so->stats.returned * 2);
 	k = (int) Min(window - so->stats.returned, (int64) so->results.size);
 	if (so->strict_scratch_size < so->results.size)
@@ -2306,9 +2444,10 @@ strict_wants_round(GateannScanOpaque so)
 	}
 	(void) gateann_topk_sorted(so->strict_scratch, so->results.size, k);
 	worst = so->strict_scratch[k - 1].dist;
-	if (on_pq_scale(so, worst) > so->unreached)
+	if (could_be_beaten(so, worst))
 		return true;			/* tested again after that round */
 	so->strict_window = window;
+	so->lookahead_taken = false;
 	return false;
 }
 
@@ -2391,35 +2530,59 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 	while (!so->no_results)
 	{
 		/*
-		 * strict_order: hold a result back while candidates a further round
-		 * would start from look closer (it would probably find a row that
-		 * belongs before it) -- that round runs first; and skip the rare
-		 * row that still comes out closer than one already returned.
+		 * strict_order (see strict_window_wants_round): the round the last
+		 * row returned asked for, or the one a window asks for, runs first;
+		 * a row that still comes out closer than the floor is skipped (the
+		 * executor may have passed rows up to it on).
 		 */
-		if (so->iterative == GATEANN_ITERATIVE_STRICT && strict_wants_round(so) &&
-			next_round(scan))
-			continue;
+		if (so->iterative == GATEANN_ITERATIVE_STRICT)
+		{
+			if (so->last_untested && could_be_beaten(so, so->last_dist) &&
+				next_round(scan))
+				continue;
+			so->last_untested = false;
+			if (strict_window_wants_round(so) && next_round(scan))
+				continue;
+		}
 		if (so->results.size > 0)
 		{
 			HeapEntry	r = heap_pop(&so->results);
+			float		floor = r.dist;
 
-			if (so->iterative == GATEANN_ITERATIVE_STRICT && so->stats.returned > 0 &&
-				r.dist < so->last_dist)
+			if (so->iterative == GATEANN_ITERATIVE_STRICT)
 			{
-				so->stats.skipped++;
-				continue;
+				if (r.dist < so->passed)
+				{
+					so->stats.skipped++;
+					continue;
+				}
+				if (could_be_beaten(so, r.dist))
+				{
+					floor = beatable_row_floor(so, r.dist);
+					so->last_untested = true;
+				}
+				account_returned_row(so, r.dist, floor);
+				so->last_dist = r.dist;
 			}
 			check_heap_tid(scan, &r);
-			so->last_dist = r.dist;
 			scan->xs_heaptid = r.tid;
 			scan->xs_recheck = so->need_recheck || r.recheck;
-			scan->xs_recheckorderby = false;
 			if (scan->numberOfOrderBys > 0)
 			{
+				/*
+				 * The executor computes the operator's distance and orders
+				 * rows by it: ours is single precision's, or the floor, a
+				 * bound below it
+				 */
 				scan->xs_orderbyvals[0] =
-					Float8GetDatum(gateann_distance_to_sql(so->metric, r.dist));
+					Float8GetDatum(gateann_distance_lower_bound(so->metric, floor,
+																so->meta.dims,
+																so->query_norm * r.norm));
 				scan->xs_orderbynulls[0] = false;
+				scan->xs_recheckorderby = true;
 			}
+			else
+				scan->xs_recheckorderby = false;
 			so->stats.returned++;
 			found = true;
 			break;

@@ -214,20 +214,44 @@ gateann_normalize(float *v, int dims)
 	return true;
 }
 
+/*
+ * Rounding of the distance kernels and the operators, with u = 2^-24 the
+ * unit roundoff of single precision and n the dimensions (first-order error
+ * bounds of recursive or blocked summation, in any order):
+ * - squared L2: each difference, its square and each addition round once,
+ *   so a sum in single precision is within (n + 3)u of the exact one,
+ *   relative (every term is positive); results in the subnormal range add
+ *   at most 2^-150 per operation, absolute;
+ * - a dot product is within (n + 1)u * sum |a_i b_i| <= (n + 1)u |a| |b|;
+ * - cosine: our unit vectors are each element within u of the exact ones,
+ *   so -dot of them is within (n + 3)u of -cos; pgvector's operator divides
+ *   its single-precision dot by its single-precision norms: within 2nu.
+ * The kernels and the operators each contribute once (an operator in double
+ * contributes next to nothing); the bound takes off twice their sum.
+ */
+#define ROUNDING_UNIT	(1.0 / (1 << 24))
+#define SUBNORMAL_ULP	(ldexp(1.0, -149))
+
 double
-gateann_distance_to_sql(GateannMetric metric, float internal)
+gateann_distance_lower_bound(GateannMetric metric, float internal, int dims,
+							 double norms)
 {
+	double		n = dims;
+	double		d = internal;
+
 	switch (metric)
 	{
 		case GATEANN_METRIC_L2:
-			return sqrt((double) Max(internal, 0.0f));
+			d = d * (1.0 - 4.0 * (n + 3.0) * ROUNDING_UNIT) - 4.0 * n * SUBNORMAL_ULP;
+			return sqrt(Max(d, 0.0));
 		case GATEANN_METRIC_IP:
-			return (double) internal;
+			return d - 4.0 * (n + 1.0) * ROUNDING_UNIT * norms - 4.0 * n * SUBNORMAL_ULP;
 		case GATEANN_METRIC_COSINE:
-			/* 1 - cos, clamped to the range rounding can leave */
-			return Min(Max(1.0 + (double) internal, 0.0), 2.0);
+			/* 1 - cos, within the range the operators clamp it to */
+			d = 1.0 + d - 2.0 * (3.0 * n + 3.0) * ROUNDING_UNIT;
+			return Min(Max(d, 0.0), 2.0);
 	}
-	return (double) internal;
+	return d;
 }
 
 float

@@ -63,10 +63,18 @@ extern void gateann_report_unindexable(const char *what, const float *v, int at)
 extern bool gateann_normalize(float *v, int dims);
 
 /*
- * Distance as the SQL operator reports it, from the internal form:
- * internal distances are squared L2, -dot, and -dot of unit vectors.
+ * A value the SQL operator's distance for the same two vectors is never
+ * below, from the internal form (squared L2, -dot, -dot of unit vectors)
+ * that the single-precision kernels computed.  The operators compute in
+ * double (real[], double precision[]) or accumulate in single precision in
+ * their own order (pgvector's), so the two differ by rounding; the bound
+ * takes off the most rounding the two computations can differ by (see the
+ * function).  `norms` is |query| * |vector| for inner product, unused
+ * otherwise.  The scan returns it with xs_recheckorderby, so the executor
+ * orders rows by the operator's own values.
  */
-extern double gateann_distance_to_sql(GateannMetric metric, float internal);
+extern double gateann_distance_lower_bound(GateannMetric metric, float internal,
+										   int dims, double norms);
 
 /* Internal distance between two vectors (both normalised for cosine). */
 extern float gateann_internal_distance(GateannMetric metric, const float *a,
