@@ -214,7 +214,7 @@ typedef struct GateannScanOpaqueData
 	bool		budget_spent;	/* stopped at gateann.max_scan_tuples */
 	/* rows returned and tunneled nodes are counted in stats */
 	/* strict_order's account of the rows returned (gettuple) */
-	float		floor;			/* the largest distance bound returned */
+	float		max_bound;		/* the largest distance bound returned */
 	float		passed;			/* the farthest row returned below it */
 	float	   *unpassed;		/* distances of the other rows returned */
 	int			nunpassed;
@@ -1860,7 +1860,7 @@ search_state_reset(GateannScanOpaque so)
 	so->iterative = gateann_iterative_scan;
 	so->budget_spent = false;
 	so->strict_window = 0;
-	so->floor = -FLT_MAX;
+	so->max_bound = -FLT_MAX;
 	so->passed = -FLT_MAX;
 	so->unpassed = NULL;
 	so->nunpassed = 0;
@@ -2352,13 +2352,13 @@ unreached_distance(GateannScanOpaque so)
 
 /*
  * strict_order: the row at `dist` goes to the executor with the bound
- * `floor` (at most dist).  The executor passes a row on once the index has
+ * `bound` (at most dist, in the index's units).  The executor passes a row on once the index has
  * returned a bound at least its distance, so the rows returned below the
  * largest bound returned may have been passed on: a row found later that is
  * closer than the farthest of them is skipped (so->passed).
  */
 static void
-account_returned_row(GateannScanOpaque so, float dist, float floor)
+account_returned_row(GateannScanOpaque so, float dist, float bound)
 {
 	int			i,
 				kept;
@@ -2370,12 +2370,12 @@ account_returned_row(GateannScanOpaque so, float dist, float floor)
 			repalloc(so->unpassed, sizeof(float) * so->unpassed_size);
 	}
 	so->unpassed[so->nunpassed++] = dist;
-	if (floor <= so->floor)
+	if (bound <= so->max_bound)
 		return;
-	so->floor = floor;
+	so->max_bound = bound;
 	for (i = 0, kept = 0; i < so->nunpassed; i++)
 	{
-		if (so->unpassed[i] < floor)
+		if (so->unpassed[i] < bound)
 			so->passed = Max(so->passed, so->unpassed[i]);
 		else
 			so->unpassed[kept++] = so->unpassed[i];
@@ -2391,13 +2391,13 @@ account_returned_row(GateannScanOpaque so, float dist, float floor)
  * round that settles it.
  */
 static float
-beatable_row_floor(GateannScanOpaque so, float dist)
+beatable_row_bound(GateannScanOpaque so, float dist)
 {
 	int			i;
 
 	for (i = 0; i < so->nunpassed; i++)
 		if (could_be_beaten(so, so->unpassed[i]))
-			return Min(dist, Max(unreached_distance(so), so->floor));
+			return Min(dist, Max(unreached_distance(so), so->max_bound));
 	return dist;
 }
 
@@ -2532,8 +2532,8 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 		/*
 		 * strict_order (see strict_window_wants_round): the round the last
 		 * row returned asked for, or the one a window asks for, runs first;
-		 * a row that still comes out closer than the floor is skipped (the
-		 * executor may have passed rows up to it on).
+		 * a row that still comes out closer than one the executor may have
+		 * passed on is skipped (account_returned_row).
 		 */
 		if (so->iterative == GATEANN_ITERATIVE_STRICT)
 		{
@@ -2547,7 +2547,7 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 		if (so->results.size > 0)
 		{
 			HeapEntry	r = heap_pop(&so->results);
-			float		floor = r.dist;
+			float		bound = r.dist;
 
 			if (so->iterative == GATEANN_ITERATIVE_STRICT)
 			{
@@ -2558,10 +2558,10 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 				}
 				if (could_be_beaten(so, r.dist))
 				{
-					floor = beatable_row_floor(so, r.dist);
+					bound = beatable_row_bound(so, r.dist);
 					so->last_untested = true;
 				}
-				account_returned_row(so, r.dist, floor);
+				account_returned_row(so, r.dist, bound);
 				so->last_dist = r.dist;
 			}
 			check_heap_tid(scan, &r);
@@ -2571,11 +2571,10 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 			{
 				/*
 				 * The executor computes the operator's distance and orders
-				 * rows by it: ours is single precision's, or the floor, a
-				 * bound below it
+				 * rows by it: this is a bound below it
 				 */
 				scan->xs_orderbyvals[0] =
-					Float8GetDatum(gateann_distance_lower_bound(so->metric, floor,
+					Float8GetDatum(gateann_distance_lower_bound(so->metric, bound,
 																so->meta.dims,
 																so->query_norm * r.norm));
 				scan->xs_orderbynulls[0] = false;
