@@ -362,11 +362,12 @@ CREATE OPERATOR CLASS text_array_filter_ops DEFAULT FOR TYPE text[] USING gatean
 	OPERATOR 8 <@ (anyarray, anyarray);
 
 -- jsonb: equality, containment and top-level keys (strategies 9 ?, 10 ?|,
--- 11 ?&), as GIN's jsonb_ops declares them; equality for an expression
--- column such as (meta -> 'k'), which `meta -> 'k' = '"v"'` (Django's
--- meta__k = 'v') then reaches.  The filter store keeps Bloom bits of each
--- value's leaves and keys (src/filter_jsonb.c); the operators themselves
--- verify a read record.
+-- 11 ?&) and jsonpath (12 @@, 13 @?), as GIN's jsonb_ops declares them;
+-- equality for an expression column such as (meta -> 'k'), which
+-- `meta -> 'k' = '"v"'` (Django's meta__k = 'v') then reaches.  The filter
+-- store keeps Bloom bits of each value's leaves and keys
+-- (src/filter_jsonb.c; of a jsonpath, the equalities it needs); the
+-- operators themselves verify a read record.
 CREATE OPERATOR FAMILY gateann_jsonb_ops USING gateann;
 CREATE OPERATOR CLASS jsonb_filter_ops DEFAULT FOR TYPE jsonb USING gateann
 	FAMILY gateann_jsonb_ops AS
@@ -374,7 +375,9 @@ CREATE OPERATOR CLASS jsonb_filter_ops DEFAULT FOR TYPE jsonb USING gateann
 	OPERATOR 7 @> (jsonb, jsonb),
 	OPERATOR 9 ? (jsonb, text),
 	OPERATOR 10 ?| (jsonb, text[]),
-	OPERATOR 11 ?& (jsonb, text[]);
+	OPERATOR 11 ?& (jsonb, text[]),
+	OPERATOR 12 @@ (jsonb, jsonpath),
+	OPERATOR 13 @? (jsonb, jsonpath);
 
 -- introspection ------------------------------------------------------------
 

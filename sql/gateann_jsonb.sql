@@ -1,7 +1,7 @@
--- jsonb filter columns: @> (containment), ? / ?| / ?& (top-level keys)
--- become index conditions; the filter store keeps Bloom bits of each
--- value's leaves and keys, so a gate search rules nodes out before any
--- read, and the operators verify what it reads.
+-- jsonb filter columns: @> (containment), ? / ?| / ?& (top-level keys),
+-- @@ and @? (jsonpath) become index conditions; the filter store keeps
+-- Bloom bits of each value's leaves and keys, so a gate search rules nodes
+-- out before any read, and the operators verify what it reads.
 CREATE EXTENSION IF NOT EXISTS gateann;
 CREATE FUNCTION jb_rnd(i int, j int) RETURNS real LANGUAGE sql IMMUTABLE
   AS $$ SELECT ((abs(sin(i * 12.9898 + j * 78.233)) * 43758.5453)::numeric % 1)::real $$;
@@ -70,6 +70,38 @@ SELECT pred, jb_ids(pred, true) = jb_ids(pred, false) AS same, jb_ids(pred, true
 -- the store rules nodes out: few of the records a filtered scan reads fail
 -- the filter (1 row in 30 passes it: without the store, most would)
 SELECT count(*) FROM (SELECT id FROM jb WHERE meta @> '{"cat": 3, "lang": "de"}'
+                      ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10) s;
+SELECT filter_false_positives * 5 < exact_distances AS store_prunes FROM gateann_last_scan();
+
+-- jsonpath: @@ and @? are index conditions; the store needs the leaves of
+-- the equalities a path requires (both sides of &&, filters' predicates),
+-- and the operators verify the rest
+EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE meta @@ '$.cat == 3' AND meta @? '$.rare'
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+SELECT pred, jb_ids(pred, true) = jb_ids(pred, false) AS same, jb_ids(pred, true) AS ids
+  FROM (VALUES ('meta @@ ''$.cat == 3'''),
+               ('meta @@ ''$.cat == 3.0'''),
+               ('meta @@ ''$.cat == 3 && $.lang == "de"'''),
+               ('meta @@ ''$.nested.a.b == 2'''),
+               ('meta @@ ''$.tags == "x1"'''),                 -- lax: the array unwrapped
+               ('meta @@ ''$.tags[*] == "x1"'''),
+               ('meta @@ ''strict $.tags == "x1"'''),          -- strict: no unwrapping
+               ('meta @@ ''$.cat == 3 || $.cat == 4'''),       -- || : verified only
+               ('meta @@ ''$.cat > 7 && $.lang == "fr"'''),
+               ('meta @@ ''$.rare == true'''),
+               ('meta @@ ''$ == "rare"'''),                    -- the raw scalar
+               ('meta @@ ''$.missing == 1'''),
+               ('meta @? ''$.rare'''),
+               ('meta @? ''$ ? (@.cat == 3 && @.lang == "de")'''),
+               ('meta @? ''$.nested.a ? (@.b == 2)'''),
+               ('meta @? ''$.tags[*] ? (@ == "x1")'''),
+               ('meta @? ''$.* ? (@ == 3)'''),                 -- a wildcard: verified only
+               ('meta @? ''$[*] ? (@ == "x1")''')) p(pred)     -- the top-level array
+  ORDER BY 1;
+SELECT count(*) FROM (SELECT id FROM jb WHERE meta @@ '$.cat == 3 && $.lang == "de"'
+                      ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10) s;
+SELECT filter_false_positives * 5 < exact_distances AS store_prunes FROM gateann_last_scan();
+SELECT count(*) FROM (SELECT id FROM jb WHERE meta @? '$ ? (@.cat == 3 && @.lang == "de")'
                       ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10) s;
 SELECT filter_false_positives * 5 < exact_distances AS store_prunes FROM gateann_last_scan();
 

@@ -65,7 +65,7 @@ CREATE FUNCTION i4_dist(int4[], int4[]) RETURNS float8 LANGUAGE sql IMMUTABLE
 CREATE OPERATOR <<->> (LEFTARG = int4[], RIGHTARG = int4[], FUNCTION = i4_dist);
 CREATE OPERATOR FAMILY bad_ops USING gateann;
 CREATE OPERATOR CLASS bad_int4_ops FOR TYPE int4 USING gateann FAMILY bad_ops AS
-  OPERATOR 3 = (int4, int4), OPERATOR 12 <> (int4, int4), FUNCTION 1 abs(int4);
+  OPERATOR 3 = (int4, int4), OPERATOR 14 <> (int4, int4), FUNCTION 1 abs(int4);
 SELECT amvalidate(oid) FROM pg_opclass WHERE opcname = 'bad_int4_ops';
 CREATE OPERATOR CLASS bad_vec_ops FOR TYPE int4[] USING gateann AS
   OPERATOR 1 <<->> FOR ORDER BY integer_ops, OPERATOR 4 <-> (real[], real[]) FOR ORDER BY float_ops;

@@ -12,6 +12,7 @@
 
 #include "access/skey.h"
 #include "utils/jsonb.h"
+#include "utils/jsonpath.h"
 
 /* Varlena values longer than this are flagged overflowed, not copied. */
 #define GATEANN_FILTER_MAX_INLINE	256
@@ -258,6 +259,12 @@ gateann_filter_jsonb_bloom_add(uint64 *bits, uint32 h)
 
 /* OR into bits (GATEANN_JSONB_BLOOM_WORDS) those of j; a key's existence hash */
 extern void gateann_filter_jsonb_bits(Jsonb *j, bool existence, uint64 *bits);
+
+/*
+ * The bits of the leaves a value must hold to match jsonpath jp (`predicate`:
+ * jsonb @@ jp, else jsonb @? jp); false when jp requires none we know.
+ */
+extern bool gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *bits);
 extern uint32 gateann_filter_jsonb_key_hash(const char *key, int len);
 
 extern void gateann_filter_coder_column_init(GateannCoderColumn *cc,

@@ -16,15 +16,24 @@
  * record by the operator itself (filter_scan.c), as for array columns.
  * Equal scalars hash alike: strings and keys by their bytes (jsonb compares
  * them so), numbers by hash_numeric (1.0 = 1).
+ *
+ * A jsonpath query (@@, @?) needs the leaves of the equalities it requires:
+ * `$.a.b == 1` matches only a value with the leaf (a.b, 1), in lax mode too,
+ * where arrays on the way are unwrapped (their positions are left out of the
+ * path as they are here).  Required are both sides of &&, and in an @? path
+ * the predicate of each filter (`$.a ? (@.b == "x")`: (a.b, "x")); ||, !,
+ * comparisons, methods and wildcards require nothing we can tell.
  */
 #include "postgres.h"
 
 #include "filter.h"
 
 #include "common/hashfn.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
+#include "utils/jsonpath.h"
 
 /* Seeds that keep the kinds of item apart */
 #define JSONB_PATH_ROOT		0x6a736f6e	/* the path of the top level */
@@ -128,4 +137,157 @@ gateann_filter_jsonb_bits(Jsonb *j, bool existence, uint64 *bits)
 				break;
 		}
 	}
+}
+
+/*
+ * One step of a plain path: a key extends the path's hash, an array
+ * accessor leaves it as it is (positions are not hashed); false for any
+ * other step.
+ */
+static bool
+jsonpath_plain_step(JsonPathItem *step, uint32 *hash)
+{
+	if (step->type == jpiKey)
+	{
+		int32		len;
+		char	   *key = jspGetString(step, &len);
+
+		*hash = hash_combine(*hash, bytes_hash(key, len));
+		return true;
+	}
+	return step->type == jpiAnyArray || step->type == jpiIndexArray;
+}
+
+/*
+ * The path of a chain of plain steps from $ (or @, the items at `current`
+ * inside a filter); false for anything else.
+ */
+static bool
+jsonpath_path_hash(JsonPathItem *item, const uint32 *current, uint32 *hash)
+{
+	JsonPathItem steps[2];
+	JsonPathItem *at = item;
+	int			k = 0;
+	uint32		h;
+
+	if (item->type == jpiRoot)
+		h = JSONB_PATH_ROOT;
+	else if (item->type == jpiCurrent && current != NULL)
+		h = *current;
+	else
+		return false;
+	while (jspGetNext(at, &steps[k]))
+	{
+		at = &steps[k];
+		k ^= 1;
+		if (!jsonpath_plain_step(at, &h))
+			return false;
+	}
+	*hash = h;
+	return true;
+}
+
+/* path == literal: the leaf's bits; false if the two are not that */
+static bool
+jsonpath_equality_bits(JsonPathItem *path, JsonPathItem *value, const uint32 *current,
+					   uint64 *bits)
+{
+	JsonbValue	v;
+	uint32		h;
+
+	if (!jspIsScalar(value->type) || jspHasNext(value) ||
+		!jsonpath_path_hash(path, current, &h))
+		return false;
+	switch (value->type)
+	{
+		case jpiNull:
+			v.type = jbvNull;
+			break;
+		case jpiBool:
+			v.type = jbvBool;
+			v.val.boolean = jspGetBool(value);
+			break;
+		case jpiNumeric:
+			v.type = jbvNumeric;
+			v.val.numeric = jspGetNumeric(value);
+			break;
+		case jpiString:
+			{
+				int32		len;
+
+				v.type = jbvString;
+				v.val.string.val = jspGetString(value, &len);
+				v.val.string.len = len;
+				break;
+			}
+		default:
+			return false;
+	}
+	gateann_filter_jsonb_bloom_add(bits, hash_combine(h, scalar_hash(&v)));
+	return true;
+}
+
+/* The leaves predicate `pred` requires; returns whether there was one */
+static bool
+jsonpath_predicate_bits(JsonPathItem *pred, const uint32 *current, uint64 *bits)
+{
+	JsonPathItem left,
+				right;
+	bool		found;
+
+	check_stack_depth();
+	switch (pred->type)
+	{
+		case jpiAnd:
+			jspGetLeftArg(pred, &left);
+			jspGetRightArg(pred, &right);
+			found = jsonpath_predicate_bits(&left, current, bits);
+			return jsonpath_predicate_bits(&right, current, bits) || found;
+		case jpiEqual:
+			jspGetLeftArg(pred, &left);
+			jspGetRightArg(pred, &right);
+			return jsonpath_equality_bits(&left, &right, current, bits) ||
+				jsonpath_equality_bits(&right, &left, current, bits);
+		default:
+			return false;
+	}
+}
+
+/* An @? path: the predicates of its filters, each on the items before it */
+static bool
+jsonpath_exists_bits(JsonPathItem *root, uint64 *bits)
+{
+	JsonPathItem steps[2];
+	JsonPathItem *at = root;
+	int			k = 0;
+	uint32		h = JSONB_PATH_ROOT;
+	bool		found = false;
+
+	if (root->type != jpiRoot)
+		return false;
+	while (jspGetNext(at, &steps[k]))
+	{
+		at = &steps[k];
+		k ^= 1;
+		if (at->type == jpiFilter)
+		{
+			JsonPathItem pred;
+
+			jspGetArg(at, &pred);
+			found |= jsonpath_predicate_bits(&pred, &h, bits);
+		}
+		else if (!jsonpath_plain_step(at, &h))
+			break;				/* what follows is no plain path */
+	}
+	return found;
+}
+
+bool
+gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *bits)
+{
+	JsonPathItem root;
+
+	jspInit(&root, jp);
+	return predicate ? jsonpath_predicate_bits(&root, NULL, bits) :
+		jsonpath_exists_bits(&root, bits);
 }

@@ -16,6 +16,7 @@
 #include "port/pg_bitutils.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonpath.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -35,6 +36,8 @@
 #define STRAT_EXISTS	9		/* jsonb ? text */
 #define STRAT_EXISTS_ANY 10		/* jsonb ?| text[] */
 #define STRAT_EXISTS_ALL 11		/* jsonb ?& text[] */
+#define STRAT_PATH_MATCH 12		/* jsonb @@ jsonpath */
+#define STRAT_PATH_EXISTS 13	/* jsonb @? jsonpath */
 
 /*
  * A scalar key's passing codes as at most this many runs lets the bulk
@@ -103,10 +106,23 @@ family_op(Relation index, int attno, Oid subtype, int strategy)
 	return f;
 }
 
+/*
+ * `a op b` on two values, as a WHERE clause takes it: NULL (a jsonpath
+ * predicate's unknown, `strict $.a == 1` on an array) is not true.
+ */
 static bool
 call_bool(FmgrInfo *f, Oid collation, Datum a, Datum b)
 {
-	return DatumGetBool(FunctionCall2Coll(f, collation, a, b));
+	LOCAL_FCINFO(fcinfo, 2);
+	Datum		result;
+
+	InitFunctionCallInfoData(*fcinfo, f, 2, collation, NULL, NULL);
+	fcinfo->args[0].value = a;
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = b;
+	fcinfo->args[1].isnull = false;
+	result = FunctionCallInvoke(fcinfo);
+	return !fcinfo->isnull && DatumGetBool(result);
 }
 
 /* Could some value of bucket i (bounds b, nb of them) satisfy `v op arg`? */
@@ -230,7 +246,8 @@ compile_bloom_store(FilterKey *k, Relation index, const GateannFilterColumn *col
 /*
  * A key on a jsonb column: = needs every bit of its argument (equal values
  * have the same leaves and keys), @> every leaf bit of it, ? the key's
- * bits, ?& every key's, ?| some key's (filter_jsonb.c).
+ * bits, ?& every key's, ?| some key's, @@ and @? the bits of the equalities
+ * the jsonpath requires (filter_jsonb.c).
  */
 static void
 compile_jsonb_store(FilterKey *k, bool *never)
@@ -296,6 +313,15 @@ compile_jsonb_store(FilterKey *k, bool *never)
 				k->any_mask = any;
 				break;
 			}
+		case STRAT_PATH_MATCH:
+		case STRAT_PATH_EXISTS:
+			k->masks = palloc0(sizeof(uint64) * words);
+			if (gateann_filter_jsonpath_bits(DatumGetJsonPathP(k->arg),
+											 k->strategy == STRAT_PATH_MATCH, k->masks))
+				k->nmasks = 1;
+			else
+				k->store_all = true;	/* it requires no equality we know */
+			break;
 		default:
 			k->store_all = true;	/* verified on the record only */
 			break;
@@ -396,7 +422,7 @@ gateann_filter_compile(Relation index, const GateannMetaPageData *meta,
 			*never = true;		/* col op NULL is never true */
 			continue;
 		}
-		if (sk->sk_strategy < STRAT_LT || sk->sk_strategy > STRAT_EXISTS_ALL)
+		if (sk->sk_strategy < STRAT_LT || sk->sk_strategy > STRAT_PATH_EXISTS)
 		{
 			f->recheck = true;	/* not ours: the executor decides */
 			continue;

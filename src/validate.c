@@ -36,7 +36,8 @@
 
 /* the strategy numbers of ordering and of search operators */
 #define VALIDATE_ORDER_MAX		3	/* 1 L2, 2 inner product, 3 cosine */
-#define VALIDATE_SEARCH_MAX		11	/* 1-5 comparisons, 6-8 arrays, 9-11 jsonb keys */
+#define VALIDATE_SEARCH_MAX		13	/* 1-5 comparisons, 6-8 arrays, 9-11 jsonb keys,
+										 * 12-13 jsonpath */
 
 /* A float array read directly (vector.c) */
 static bool
@@ -129,7 +130,7 @@ validate_operators(CatCList *oprlist, const char *opfamilyname, Oid opcintype, b
 							format_operator(oprform->amopopr), oprform->amopstrategy),
 					 errdetail(ordering ?
 							   "Ordering operators use strategies 1 (L2), 2 (inner product) and 3 (cosine)." :
-							   "Search operators use strategies 1-5 (<, <=, =, >=, >), 6-8 (&&, @>, <@) and 9-11 (?, ?|, ?&).")));
+							   "Search operators use strategies 1-5 (<, <=, =, >=, >), 6-8 (&&, @>, <@), 9-11 (?, ?|, ?&) and 12-13 (@@, @?).")));
 			*ok = false;
 			continue;
 		}

@@ -136,7 +136,8 @@ class SQLAlchemyTest(unittest.TestCase):
                       .order_by(l2(d.query_list(i))).limit(10), ["created", "lang"])
 
     def test_jsonb(self):
-        """JSONB: Doc.meta.contains({...}) (@>), Doc.meta.has_key() (?), has_all(array([...])) (?&)"""
+        """JSONB: Doc.meta.contains({...}) (@>), Doc.meta.has_key() (?), has_all(array([...])) (?&),
+        path_match() (@@), path_exists() (@?)"""
         d = common.data()
         self.run_form("meta.contains({lang})",
                       lambda i: select(Doc.id).where(Doc.meta.contains({"lang": d.q_lang[i]}))
@@ -144,6 +145,12 @@ class SQLAlchemyTest(unittest.TestCase):
         self.run_form("meta.has_key('vip'), tags.contains()",
                       lambda i: select(Doc.id).where(Doc.meta.has_key("vip"), Doc.tags.contains([d.q_tag[i]]))
                       .order_by(l2(d.query_list(i))).limit(10), ["meta", "tags"])
+        self.run_form("meta.path_match('$.lang == ...') (@@)",
+                      lambda i: select(Doc.id).where(Doc.meta.path_match(f'$.lang == "{d.q_lang[i]}"'))
+                      .order_by(l2(d.query_list(i))).limit(10), ["meta"])
+        self.run_form("meta.path_exists('$ ? (@.lang == ...)') (@?)",
+                      lambda i: select(Doc.id).where(Doc.meta.path_exists(f'$ ? (@.lang == "{d.q_lang[i]}")'))
+                      .order_by(l2(d.query_list(i))).limit(10), ["meta"])
         # (a plain list would be bound as jsonb: jsonb ?& jsonb does not exist)
         self.run_form("meta.has_all(array([...]))",
                       lambda i: select(Doc.id).where(Doc.meta.has_all(array(["vip", "lang"])))
