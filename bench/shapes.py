@@ -30,8 +30,9 @@ Workloads (filter columns on every table):
 Engines: gateann in gate mode and in post mode (the same index), gateann_jsonb
 and gateann_expr (gate mode on a copy of the rows whose labels are one jsonb
 value, {"u10": 3, ...}: filtered with meta @> '{"u10": 3}' through a gateann
-index on the jsonb column, or with (meta ->> 'u10') = '3' through one on
-expression columns; filtered workloads only), pgvector HNSW
+index on the jsonb column (gateann_jsonpath: meta @@ '$.u10 == 3' through the
+same index), or with (meta ->> 'u10') = '3' through one on expression
+columns; filtered workloads only), pgvector HNSW
 (iterative scan relaxed_order, hnsw.ef_search = L) when the server has it,
 and VectorChord (vchordrq) when the server has it preloaded: lists = about
 sqrt(rows), vchordrq.probes = L / 1000 of them, otherwise its defaults
@@ -341,7 +342,7 @@ def _lit(v: np.ndarray, engine: str) -> str:
 
 
 # gateann engines whose filter is a form of the jsonb value (table_j)
-JSONB_ENGINES = ("gateann_jsonb", "gateann_expr")
+JSONB_ENGINES = ("gateann_jsonb", "gateann_jsonpath", "gateann_expr")
 
 
 # Engine -> the table it queries (load_table)
@@ -355,6 +356,8 @@ def filter_sql(engine: str, wl: str, value: int) -> str:
     """The workload's condition as the engine's table holds the label."""
     if engine == "gateann_jsonb":
         return f"meta @> '{{\"{wl}\": {value}}}'"
+    if engine == "gateann_jsonpath":
+        return f"meta @@ '$.{wl} == {value}'"
     if engine == "gateann_expr":
         return f"(meta ->> '{wl}') = '{value}'"
     return f"{wl} = {value}"
@@ -535,7 +538,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
         t0 = time.monotonic()
         conn.execute(sql)
         fact[key] = round(time.monotonic() - t0, 2)
-    if "gateann_jsonb" in engines:
+    if "gateann_jsonb" in engines or "gateann_jsonpath" in engines:
         timed_build("gateann_jsonb_build_s", f"CREATE INDEX {table}_j_jsonb ON {table}_j "
                     f"USING gateann (embedding {ops[1]}, meta){with_}")
     if "gateann_expr" in engines:
