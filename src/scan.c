@@ -605,15 +605,8 @@ push_result(GateannScanOpaque so, uint32 id, const char *rec, float dist,
 	r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
 	r.norm = 0;
 	if (so->metric == GATEANN_METRIC_IP)
-	{
-		const float *v = GateannRecordVector(&so->meta, rec);
-		double		sq = 0;
-		int			i;
-
-		for (i = 0; i < so->meta.dims; i++)
-			sq += (double) v[i] * v[i];
-		r.norm = (float) sqrt(sq) * (1.0f + FLT_EPSILON);
-	}
+		r.norm = (float) gateann_vector_norm(GateannRecordVector(&so->meta, rec),
+											 so->meta.dims) * (1.0f + FLT_EPSILON);
 	heap_push(&so->results, r);
 }
 
@@ -1949,14 +1942,7 @@ search_read_query(IndexScanDesc scan)
 	so->query_has_distance = !(so->metric == GATEANN_METRIC_COSINE &&
 							   !gateann_normalize(so->query, dims));
 	if (so->metric == GATEANN_METRIC_IP)
-	{
-		double		sq = 0;
-		int			i;
-
-		for (i = 0; i < dims; i++)
-			sq += (double) so->query[i] * so->query[i];
-		so->query_norm = sqrt(sq);
-	}
+		so->query_norm = gateann_vector_norm(so->query, dims);
 	return true;
 }
 
@@ -2352,10 +2338,11 @@ unreached_distance(GateannScanOpaque so)
 
 /*
  * strict_order: the row at `dist` goes to the executor with the bound
- * `bound` (at most dist, in the index's units).  The executor passes a row on once the index has
- * returned a bound at least its distance, so the rows returned below the
- * largest bound returned may have been passed on: a row found later that is
- * closer than the farthest of them is skipped (so->passed).
+ * `bound` (at most dist, in the index's units).  The executor passes a row
+ * on once the index has returned a bound at least its distance, so the rows
+ * returned below the largest bound returned may have been passed on: a row
+ * found later that is closer than the farthest of them is skipped
+ * (so->passed).
  */
 static void
 account_returned_row(GateannScanOpaque so, float dist, float bound)
@@ -2385,10 +2372,10 @@ account_returned_row(GateannScanOpaque so, float dist, float bound)
 
 /*
  * The bound of a row that could be beaten: its own distance when every row
- * returned but not passed on could not be (the executor may then pass those on, and holds this
- * one until a later bound reaches it); else no more than the least distance
- * a row not found yet can have, so that no such row is passed on before the
- * round that settles it.
+ * returned but not passed on could not be (the executor may then pass those
+ * on, and holds this one until a later bound reaches it); else no more than
+ * the least distance a row not found yet can have, so that no such row is
+ * passed on before the round that settles it.
  */
 static float
 beatable_row_bound(GateannScanOpaque so, float dist)

@@ -198,17 +198,25 @@ gateann_report_unindexable(const char *what, const float *v, int at)
 			 errhint("Distances between such values overflow single precision; scale the vectors, or index them with a cosine operator class.")));
 }
 
-bool
-gateann_normalize(float *v, int dims)
+double
+gateann_vector_norm(const float *v, int dims)
 {
-	double		norm = 0;
+	double		sq = 0;
 	int			i;
 
 	for (i = 0; i < dims; i++)
-		norm += (double) v[i] * v[i];
+		sq += (double) v[i] * v[i];
+	return sqrt(sq);
+}
+
+bool
+gateann_normalize(float *v, int dims)
+{
+	double		norm = gateann_vector_norm(v, dims);
+	int			i;
+
 	if (norm <= 0 || !isfinite(norm))
 		return false;
-	norm = sqrt(norm);
 	for (i = 0; i < dims; i++)
 		v[i] = (float) (v[i] / norm);
 	return true;

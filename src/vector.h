@@ -59,6 +59,9 @@ extern int	gateann_first_unindexable(const float *v, int dims, GateannMetric met
  */
 extern void gateann_report_unindexable(const char *what, const float *v, int at);
 
+/* v's length, summed in double */
+extern double gateann_vector_norm(const float *v, int dims);
+
 /* Scale v to unit length; returns false (v untouched) for the zero vector. */
 extern bool gateann_normalize(float *v, int dims);
 
