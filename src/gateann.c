@@ -308,6 +308,22 @@ gateann_index_metric(Relation index)
 	return GATEANN_METRIC_L2;	/* keep compiler quiet */
 }
 
+/* The metric's name, as gateann_index_info() shows it */
+const char *
+gateann_metric_name(int metric)
+{
+	switch (metric)
+	{
+		case GATEANN_METRIC_L2:
+			return "l2";
+		case GATEANN_METRIC_IP:
+			return "inner_product";
+		case GATEANN_METRIC_COSINE:
+			return "cosine";
+	}
+	return "unknown";
+}
+
 char *
 gateann_tid_string(ItemPointer tid)
 {

@@ -100,21 +100,6 @@ gateann_record_cache_info(PG_FUNCTION_ARGS)
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }
 
-static const char *
-metric_name(int metric)
-{
-	switch (metric)
-	{
-		case GATEANN_METRIC_L2:
-			return "l2";
-		case GATEANN_METRIC_IP:
-			return "inner_product";
-		case GATEANN_METRIC_COSINE:
-			return "cosine";
-	}
-	return "unknown";
-}
-
 /*
  * May the current user `access` the gateann index on table heapoid?  As
  * pg_prewarm and amcheck: reading needs SELECT on the table; a check walking
@@ -250,7 +235,7 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[2] = Int64GetDatum(meta.ndeleted);
 	values[3] = Int64GetDatum(RelationGetNumberOfBlocks(index));
 	values[4] = Int32GetDatum(meta.dims);
-	values[5] = CStringGetTextDatum(metric_name(meta.metric));
+	values[5] = CStringGetTextDatum(gateann_metric_name(meta.metric));
 	values[6] = Int32GetDatum(meta.max_neighbors);
 	values[7] = Int32GetDatum(meta.pq_subspaces);
 	values[8] = Int32GetDatum(r_max);

@@ -1918,6 +1918,21 @@ search_read_query(IndexScanDesc scan)
 
 	orderby = &scan->orderByData[0];
 	gateann_read_meta(index, &so->meta);
+
+	/*
+	 * The executor checks each row's distance against the value the index
+	 * gives (xs_recheckorderby): an index ranking by another metric than
+	 * the ORDER BY operator's (a damaged metapage) would fail that check
+	 * with an internal error.  The ordering operator's strategy number is
+	 * the metric of its operator class (gateann_index_metric).
+	 */
+	if (so->meta.metric != orderby->sk_strategy)
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\" is damaged: its metapage gives metric %s, its operator class orders by %s",
+						RelationGetRelationName(index), gateann_metric_name(so->meta.metric),
+						gateann_metric_name(orderby->sk_strategy)),
+				 errhint("REINDEX the index.")));
 	so->metric = (GateannMetric) so->meta.metric;
 	so->query_has_distance = false;
 	so->query_null = (orderby->sk_flags & SK_ISNULL) != 0;

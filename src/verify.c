@@ -448,6 +448,10 @@ gateann_verify(PG_FUNCTION_ARGS)
 
 		if (mp != NULL)
 			problem(&vs, "metapage %s", mp);
+		else if (meta.metric != (int32) gateann_index_metric(index))
+			problem(&vs, "metapage gives metric %s, the operator class's is %s",
+					gateann_metric_name(meta.metric),
+					gateann_metric_name(gateann_index_metric(index)));
 	}
 	if (vs.nproblems > 0)
 		goto done;				/* the layout itself is not to be trusted */

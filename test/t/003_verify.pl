@@ -91,6 +91,36 @@ is($node->safe_psql('postgres', q{SET enable_seqscan = off;
 SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 1}), '7',
 	'REINDEX repairs it');
 
+# A metapage whose metric (the 6th 4-byte field) is not the operator
+# class's: the index would rank by inner product while the executor checks
+# each row's L2 distance against it, and fail with an internal error ("index
+# returned tuples in wrong order").  The scan must refuse it as damage.
+$path = $node->data_dir . '/' .
+  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
+$node->stop;
+open($fh, '+<', $path) or die "open $path: $!";
+binmode $fh;
+seek($fh, 24 + 20, 0);
+read($fh, $field, 4);
+is(unpack('V', $field), 1, 'the metric is L2 (1)');
+seek($fh, 24 + 20, 0);
+print $fh pack('V', 2);
+close $fh;
+$node->start;
+($ret, $out, $err) = $node->psql('postgres',
+	q{SET enable_seqscan = off; SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 10},
+	extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+isnt($ret, 0, 'a scan of an index with another metric fails');
+like($err, qr/XX002: gateann index "t_idx" is damaged: its metapage gives metric inner_product, its operator class orders by l2/,
+	'the error names the index and the damage (ERRCODE_INDEX_CORRUPTED)');
+like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
+	qr/metapage gives metric inner_product, the operator class's is l2/,
+	'gateann_verify reports the metric');
+$node->safe_psql('postgres', q{REINDEX INDEX t_idx});
+is($node->safe_psql('postgres', q{SET enable_seqscan = off;
+SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 7) LIMIT 1}), '7',
+	'REINDEX repairs it');
+
 # Damage the metapage of tf_idx with the server down: find int4's OID (23)
 # followed by its typlen (4), the first filter column's entry, and write
 # $bytes at $delta from it.  Returns the entry's bytes before the write.
