@@ -33,6 +33,7 @@
 
 #include "graph.h"
 #include "distance.h"
+#include "reach.h"
 #include "search.h"
 
 #include "miscadmin.h"
@@ -777,62 +778,57 @@ gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r
 	}
 }
 
-/* gateann_reach's view of the graph: the first r_max neighbors of each list */
-typedef struct PrefixWalk
+/* The repair's view of the build's graph (reach.h) */
+typedef struct ConnectState
 {
-	const GateannGraph *g;
-	int			r_max;
-} PrefixWalk;
+	GateannGraph *g;
+	GateannGraphScratch *s;
+	int			L;
+	int			r_max;			/* the prefix: what tunneling follows */
+} ConnectState;
 
+/* What a walk follows from a node: the first r_max neighbors of its list */
 static int
 prefix_neighbors(void *arg, uint32 id, uint32 *out, int max)
 {
-	const PrefixWalk *w = (const PrefixWalk *) arg;
-	int			n = Min(Min((int) w->g->degree[id], w->r_max), max);
+	const ConnectState *cs = arg;
+	int			n = Min(Min((int) cs->g->degree[id], cs->r_max), max);
 
-	memcpy(out, neighbors_of(w->g, id), sizeof(uint32) * n);
+	memcpy(out, neighbors_of(cs->g, id), sizeof(uint32) * n);
 	return n;
 }
 
-/* Can from's prefix take one more entry without stranding anyone (search.h) */
-static bool
-prefix_has_spare(const GateannGraph *g, uint32 from, int r_max, const uint32 *indeg)
+/* Nodes near u: those a greedy search for it expands, nearest first */
+static int
+connect_near(void *arg, uint32 u, const uint8 *reached, uint32 *out, int max)
 {
-	return gateann_prefix_has_spare(neighbors_of(g, from), Min((int) g->degree[from], r_max),
-									r_max, indeg, g->n) != 0;
+	ConnectState *cs = arg;
+	int			nexp = greedy_search(cs->g, cs->s, u, NULL, cs->L);
+	int			i;
+
+	qsort(cs->s->expanded, nexp, sizeof(Candidate), cmp_candidate);
+	nexp = Min(nexp, max);
+	for (i = 0; i < nexp; i++)
+		out[i] = cs->s->expanded[i].id;
+	return nexp;
 }
 
-/*
- * A reached node whose prefix can take one more entry (prefix_has_spare),
- * looking from *cursor on (where the last look ended: nodes before it had
- * none then, and are unlikely to have one now); InvalidNodeId if none.
- */
-static uint32
-find_spare(const GateannGraph *g, const uint8 *reached, int r_max, const uint32 *indeg,
-		   uint32 *cursor)
+static int
+connect_can_link(void *arg, uint32 from, int need_room)
 {
-	uint32		k;
+	ConnectState *cs = arg;
 
-	for (k = 0; k < g->n; k++)
-	{
-		uint32		r = (*cursor + k) % g->n;
-
-		if (gateann_reached(reached, r) && prefix_has_spare(g, r, r_max, indeg))
-		{
-			*cursor = r;
-			return r;
-		}
-	}
-	return InvalidNodeId;
+	return !need_room || cs->g->degree[from] < cs->g->R;
 }
 
-/* Put `to` within the first r_max of from's list: gateann_prefix_link */
 static void
-link_into_prefix(GateannGraph *g, uint32 from, uint32 to, int r_max, uint32 *indeg)
+connect_link(void *arg, uint32 from, uint32 to, const uint32 *parent, uint32 parent_len)
 {
+	ConnectState *cs = arg;
+	GateannGraph *g = cs->g;
 	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
 	int			n = gateann_prefix_link(neighbors_of(g, from), g->degree[from], g->R, to,
-										r_max, indeg, g->n, out);
+										cs->r_max, from, parent, parent_len, out);
 
 	if (n < 0)
 		return;
@@ -840,211 +836,54 @@ link_into_prefix(GateannGraph *g, uint32 from, uint32 to, int r_max, uint32 *ind
 	g->degree[from] = (uint16) n;
 }
 
+static int
+connect_go_on(void *arg)
+{
+	CHECK_FOR_INTERRUPTS();
+	return 1;
+}
+
 /*
  * Link every node the entry points do not reach over the first r_max
  * neighbors of each list (what tunneling follows) from reached nodes near
- * it.  A new in-edge pushes another entry out of a full prefix, which may
- * have been some node's only way in: walk again after a pass that linked,
- * a few times at most.  Returns how many links were made.
+ * it: reach.c's repair, which never takes a way in from anyone.  Returns
+ * how many nodes were linked.
  */
-#define CONNECT_PASSES 8
-
-static uint32 connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max,
-						   PrefixWalk *walk, uint8 *reached, uint32 *queue, uint32 *row,
-						   uint32 *indeg);
-static uint32 connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max,
-							  PrefixWalk *walk, uint8 *reached, uint32 *queue, uint32 *row);
-static uint32 walk_from_entries(GateannGraph *g, PrefixWalk *walk, int r_max, uint8 *reached,
-								uint32 *queue, uint32 *row);
-
 uint32
 gateann_graph_connect(GateannGraph *g, GateannGraphScratch *s, int L, int r_max)
 {
-	uint8	   *reached = palloc_extended(((Size) g->n + 7) / 8, MCXT_ALLOC_HUGE);
-	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) Max(g->n, 1), MCXT_ALLOC_HUGE);
-	uint32	   *indeg = palloc_extended(sizeof(uint32) * (Size) Max(g->n, 1), MCXT_ALLOC_HUGE);
-	uint32	   *row = palloc(sizeof(uint32) * GATEANN_MAX_NEIGHBORS_LIMIT);
-	PrefixWalk	walk;
-	uint32		linked = 0;
-	int			pass;
+	GateannReachRepair rr;
+	ConnectState cs;
 
 	r_max = Max(1, Min(r_max, g->R));
-	walk.g = g;
-	walk.r_max = r_max;
-	for (pass = 0; pass < CONNECT_PASSES; pass++)
-	{
-		uint32		n;
-
-		n = connect_pass(g, s, L, r_max, &walk, reached, queue, row, indeg);
-		linked += n;
-		if (n == 0)
-			break;
-	}
-	/* a few nodes still push each other out: link them one by one, checked */
-	if (pass == CONNECT_PASSES)
-		linked += connect_checked(g, s, L, r_max, &walk, reached, queue, row);
-	pfree(reached);
-	pfree(queue);
-	pfree(indeg);
-	pfree(row);
-	return linked;
-}
-
-static uint32
-connect_pass(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWalk *walk,
-			 uint8 *reached, uint32 *queue, uint32 *row, uint32 *indeg)
-{
-	uint32		linked = 0;
-	uint32		cursor = 0;
-	uint32		u;
-
-	(void) walk_from_entries(g, walk, r_max, reached, queue, row);
-	/* in-edges within prefixes of reached nodes (one from elsewhere is no way in) */
-	memset(indeg, 0, sizeof(uint32) * (Size) g->n);
-	for (u = 0; u < g->n; u++)
-	{
-		const uint32 *nbrs = neighbors_of(g, u);
-		int			d = Min((int) g->degree[u], r_max);
-		int			i;
-
-		if (!gateann_reached(reached, u))
-			continue;
-		for (i = 0; i < d; i++)
-			if (nbrs[i] < g->n)
-				indeg[nbrs[i]]++;
-	}
-	for (u = 0; u < g->n; u++)
-	{
-		int			nexp,
-					i,
-					rule,
-					links = 0;
-
-		if ((u & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
-		if (gateann_reached(reached, u))
-			continue;
-
-		/*
-		 * In-edges from the two nearest reached nodes a search for u
-		 * expands (one alone is easily pruned away by a later insert) whose
-		 * prefix entry pushed out keeps another way in (else linked nodes
-		 * push each other out, pass after pass), preferring lists with room.
-		 */
-		nexp = greedy_search(g, s, u, NULL, L);
-		qsort(s->expanded, nexp, sizeof(Candidate), cmp_candidate);
-		for (rule = 0; rule < 2 && links == 0; rule++)
-			for (i = 0; i < nexp && links < 2; i++)
-			{
-				uint32		r = s->expanded[i].id;
-
-				if (!gateann_reached(reached, r) || !prefix_has_spare(g, r, r_max, indeg))
-					continue;
-				if (rule == 0 && g->degree[r] >= g->R)
-					continue;
-				link_into_prefix(g, r, u, r_max, indeg);
-				links++;
-			}
-		if (links == 0)
-		{
-			/*
-			 * No node near u can take it without stranding another: any
-			 * reached node that can (a long edge, for tunneling only) ...
-			 */
-			uint32		r = find_spare(g, reached, r_max, indeg, &cursor);
-
-			if (r == InvalidNodeId)
-			{
-				/* ... else the nearest reached one, or the medoid */
-				r = g->medoid;
-				for (i = 0; i < nexp; i++)
-					if (gateann_reached(reached, s->expanded[i].id))
-					{
-						r = s->expanded[i].id;
-						break;
-					}
-			}
-			link_into_prefix(g, r, u, r_max, indeg);
-		}
-		linked++;
-		gateann_reach(g->n, u, prefix_neighbors, walk, r_max, reached, queue, row);
-	}
-	return linked;
-}
-
-/* Mark what the entry points reach over the prefixes; returns how many nodes */
-static uint32
-walk_from_entries(GateannGraph *g, PrefixWalk *walk, int r_max, uint8 *reached,
-				  uint32 *queue, uint32 *row)
-{
-	uint32		n = 0;
-	int			e;
-
-	memset(reached, 0, ((Size) g->n + 7) / 8);
-	for (e = 0; e < g->nentries; e++)
-		n += gateann_reach(g->n, g->entries[e], prefix_neighbors, walk, r_max, reached, queue, row);
-	return n;
-}
-
-/*
- * The last resort of gateann_graph_connect, for the few nodes that its
- * passes kept linking and stranding in turn: each link is kept only if a
- * walk from the entry points then reaches more nodes than before (else the
- * list is restored and the next candidate tried: the nearest reached nodes,
- * then any).  A walk per try: bounded by CHECKED_TRIES in all.
- */
-#define CHECKED_TRIES 256
-
-static uint32
-connect_checked(GateannGraph *g, GateannGraphScratch *s, int L, int r_max, PrefixWalk *walk,
-				uint8 *reached, uint32 *queue, uint32 *row)
-{
-	uint32		nreached = walk_from_entries(g, walk, r_max, reached, queue, row);
-	uint32	   *saved = palloc(sizeof(uint32) * g->R);
-	Size		mapbytes = ((Size) g->n + 7) / 8;
-	uint8	   *saved_reached = palloc_extended(mapbytes, MCXT_ALLOC_HUGE);
-	uint32		linked = 0;
-	uint32		u;
-	int			tries = 0;
-
-	for (u = 0; u < g->n && tries < CHECKED_TRIES; u++)
-	{
-		int			nexp;
-		uint32		k;
-
-		if (gateann_reached(reached, u))
-			continue;
-		nexp = greedy_search(g, s, u, NULL, L);
-		qsort(s->expanded, nexp, sizeof(Candidate), cmp_candidate);
-		for (k = 0; k < (uint32) nexp + g->n && tries < CHECKED_TRIES; k++)
-		{
-			uint32		r = k < (uint32) nexp ? s->expanded[k].id : (u + k) % g->n;
-			int			deg = g->degree[r];
-			uint32		now;
-
-			if (!gateann_reached(reached, r))
-				continue;
-			/* each trial walks the whole graph */
-			CHECK_FOR_INTERRUPTS();
-			memcpy(saved, neighbors_of(g, r), sizeof(uint32) * deg);
-			memcpy(saved_reached, reached, mapbytes);
-			link_into_prefix(g, r, u, r_max, NULL);
-			tries++;
-			now = walk_from_entries(g, walk, r_max, reached, queue, row);
-			if (now > nreached)
-			{
-				nreached = now;
-				linked++;
-				break;
-			}
-			memcpy(neighbors_of(g, r), saved, sizeof(uint32) * deg);
-			g->degree[r] = (uint16) deg;
-			memcpy(reached, saved_reached, mapbytes);
-		}
-	}
-	pfree(saved);
-	pfree(saved_reached);
-	return linked;
+	cs.g = g;
+	cs.s = s;
+	cs.L = L;
+	cs.r_max = r_max;
+	memset(&rr, 0, sizeof(rr));
+	rr.nnodes = g->n;
+	rr.roots = g->entries;
+	rr.nroots = g->nentries;
+	rr.prefix_len = r_max;
+	rr.prefix = prefix_neighbors;
+	rr.near = connect_near;
+	rr.can_link = connect_can_link;
+	rr.link = connect_link;
+	rr.go_on = connect_go_on;
+	rr.arg = &cs;
+	rr.reached = palloc_extended(((Size) g->n + 7) / 8, MCXT_ALLOC_HUGE);
+	rr.parent = palloc_extended(sizeof(uint32) * (Size) Max(g->n, 1), MCXT_ALLOC_HUGE);
+	rr.queue = palloc_extended(sizeof(uint32) * (Size) Max(g->n, 1), MCXT_ALLOC_HUGE);
+	rr.row = palloc(sizeof(uint32) * (r_max + 1));
+	rr.max_candidates = s->max_expanded;
+	rr.candidates = palloc(sizeof(uint32) * Max(rr.max_candidates, 1));
+	(void) gateann_reach_repair(&rr);
+	pfree(rr.reached);
+	pfree(rr.parent);
+	pfree(rr.queue);
+	pfree(rr.row);
+	pfree(rr.candidates);
+	return rr.linked;
 }
 
 /*

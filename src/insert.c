@@ -53,6 +53,7 @@
 #include "page.h"
 #include "pq.h"
 #include "retrain.h"
+#include "reach.h"
 #include "search.h"
 #include "store.h"
 #include "vector.h"
@@ -751,7 +752,7 @@ add_reverse_edge(InsertState *is, uint32 j, uint32 p, bool force)
 		 */
 		uint32		linked[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
 
-		newdeg = gateann_prefix_link(newlist, newdeg, R, p, is->r_max, NULL, 0, linked);
+		newdeg = gateann_prefix_link(newlist, newdeg, R, p, is->r_max, j, NULL, 0, linked);
 		memcpy(newlist, linked, sizeof(uint32) * newdeg);
 		for (at = 0; newlist[at] != p; at++)
 			;

@@ -20,42 +20,6 @@
 typedef int (*GateannNeighborsFn) (void *arg, uint32_t id, uint32_t *out, int max);
 
 /*
- * Breadth-first walk from `from` over the edges `neighbors` gives (at most
- * max_degree per node), marking every node reached in the bitmap `reached`
- * (one bit per id below nnodes, set bits are not walked again).  queue:
- * room for nnodes ids; row: room for max_degree ids.  Ids at or beyond
- * nnodes are ignored.  A node the callback refuses is marked too (so it is
- * asked about once) but not walked from: callers read the bits of nodes
- * only.  Returns how many nodes it newly reached that were not refused.
- */
-extern uint32_t gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn neighbors,
-							  void *arg, int max_degree, uint8_t *reached, uint32_t *queue,
-							  uint32_t *row);
-
-/*
- * Put `to` among the first prefix_len entries of list[0..n) (the part of a
- * neighbor list that tunneling follows) and write the new list to out (room
- * for max_n + 1 ids); returns its length, at most max_n.  An entry already
- * in the prefix: nothing changes (returns -1, out untouched).  An entry past
- * the prefix is moved in.  If the prefix is full, one of its entries leaves
- * it for the place just behind it: the one with the most in-edges within
- * prefixes (indeg[id], ids below indeg_len; indeg may be NULL: the last
- * one), so that the node it points to most likely stays reachable; indeg is
- * updated.  A full list loses its last entry.
- */
-extern int	gateann_prefix_link(const uint32_t *list, int n, int max_n, uint32_t to,
-								int prefix_len, uint32_t *indeg, uint32_t indeg_len,
-								uint32_t *out);
-
-/*
- * Can a prefix (prefix[0..n), of at most prefix_len entries) take one more
- * entry without stranding anyone: it has room, or one of its entries has
- * another in-edge within prefixes (indeg[id] >= 2, ids below indeg_len).
- */
-extern int	gateann_prefix_has_spare(const uint32_t *prefix, int n, int prefix_len,
-									 const uint32_t *indeg, uint32_t indeg_len);
-
-/*
  * Best-first search, the one walk of build, insert and VACUUM: a list of at
  * most L candidates in ascending distance (equal distances in arrival
  * order), expanded closest first.  The caller owns the graph, the distances

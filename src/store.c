@@ -13,6 +13,7 @@
 
 #include "store.h"
 #include "distance.h"
+#include "reach.h"
 #include "search.h"
 #include "topk.h"
 #include "filter.h"
@@ -747,36 +748,24 @@ uint32
 gateann_store_unreachable(const GateannStore *s, const GateannMetaPageData *meta,
 						  uint8 *reached)
 {
+	uint32		nnodes = Min(meta->nnodes, s->capacity);
 	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) Max(meta->nnodes, 1),
 										MCXT_ALLOC_HUGE);
 	uint32	   *row = palloc(sizeof(uint32) * (s->tunnel_neighbors + 1));
-	uint32		unreached;
-
-	unreached = gateann_store_unreached_by(s, meta, gateann_store_row_neighbors, (void *) s,
-										   reached, queue, row);
-	pfree(queue);
-	pfree(row);
-	return unreached;
-}
-
-uint32
-gateann_store_unreached_by(const GateannStore *s, const GateannMetaPageData *meta,
-						   GateannNeighborsFn neighbors, void *arg,
-						   uint8 *reached, uint32 *queue, uint32 *row)
-{
-	uint32		nnodes = Min(meta->nnodes, s->capacity);
 	uint32		unreached = 0;
 	uint32		id;
 
-	(void) gateann_reach(nnodes, meta->entry_point, neighbors, arg,
-						 s->tunnel_neighbors, reached, queue, row);
+	(void) gateann_reach(nnodes, meta->entry_point, gateann_store_row_neighbors, (void *) s,
+						 s->tunnel_neighbors, reached, NULL, queue, row);
 	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
-		(void) gateann_reach(nnodes, meta->entries[id], neighbors, arg,
-							 s->tunnel_neighbors, reached, queue, row);
+		(void) gateann_reach(nnodes, meta->entries[id], gateann_store_row_neighbors, (void *) s,
+							 s->tunnel_neighbors, reached, NULL, queue, row);
 	for (id = 0; id < nnodes; id++)
 		if (!gateann_reached(reached, id) && gateann_store_has(s, id) &&
 			!gateann_store_is_deleted(s, id))
 			unreached++;
+	pfree(queue);
+	pfree(row);
 	return unreached;
 }
 

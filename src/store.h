@@ -224,7 +224,7 @@ extern int	gateann_store_entries_by_distance(const GateannStore *s,
 											  const float *table, uint32 *out);
 
 /*
- * gateann_reach's view of the stores (search.h): a node's neighbor-store
+ * gateann_reach's view of the stores (reach.h): a node's neighbor-store
  * row, what a tunneling search follows; -1 for an id the store does not
  * hold.  arg is the GateannStore.
  */
@@ -237,16 +237,6 @@ extern int	gateann_store_row_neighbors(void *arg, uint32 id, uint32 *out, int ma
  */
 extern uint32 gateann_store_unreachable(const GateannStore *s,
 										const GateannMetaPageData *meta, uint8 *reached);
-
-/*
- * The same walk over the rows `neighbors` gives (the store's with a change a
- * caller is weighing: VACUUM's relinking), in the caller's buffers: queue
- * (room for meta->nnodes ids) and row (tunnel_neighbors + 1).
- */
-extern uint32 gateann_store_unreached_by(const GateannStore *s,
-										 const GateannMetaPageData *meta,
-										 GateannNeighborsFn neighbors, void *arg,
-										 uint8 *reached, uint32 *queue, uint32 *row);
 
 /* Copy id's row of the neighbor store into buf (R_max ids); its length. */
 extern int	gateann_store_copy_neighbors(const GateannStore *s, uint32 id, uint32 *buf);

@@ -36,6 +36,7 @@
 #include "meta.h"
 #include "page.h"
 #include "repair.h"
+#include "reach.h"
 #include "search.h"
 #include "retrain.h"
 #include "pq.h"
@@ -190,7 +191,6 @@ typedef struct Consolidation
 	uint32	   *stamp;			/* per node: last repair that saw it */
 	uint32		stamp_now;
 	MemoryContext node_cxt;		/* reset for every repaired list */
-	uint32	   *prefix_indeg;	/* in-edges within neighbor-store rows (relinking) */
 } Consolidation;
 
 #define MAP_TEST(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
@@ -729,48 +729,52 @@ free_slots(Consolidation *c)
 
 /* ---- step 5: reachability ------------------------------------------------- */
 
-typedef struct Reach
-{
-	uint8	   *reached;
-	uint32	   *queue;
-	uint32	   *row;
-} Reach;
-
-/* Mark everything reachable from `from` over the neighbor store's rows */
-static void
-walk_from(Consolidation *c, Reach *r, uint32 from)
-{
-	(void) gateann_reach(Min(c->meta.nnodes, c->store->capacity), from,
-						 gateann_store_row_neighbors, c->store, c->store->tunnel_neighbors,
-						 r->reached, r->queue, r->row);
-}
-
-/* near_reached's walk: the rows it follows and the nodes it may pass */
-typedef struct NearWalk
+/*
+ * Every live node must stay reachable from the entry points over the
+ * neighbor store's rows (each a prefix of its node's list: what tunneling
+ * follows).  When whole regions are deleted, the repaired lists around them
+ * may no longer lead into what is left behind them, and inserts' reverse
+ * edges can take a node's last way in too.  reach.c's repair links each node
+ * its walk missed from reached nodes near it; this is its view of the index:
+ * rows read from the store, links written to the records (and their rows).
+ */
+typedef struct Relink
 {
 	Consolidation *c;
-	Reach	   *r;
-	const float *table;
-} NearWalk;
+	uint64		since;			/* the store's load clock (relink_go_on) */
+	bool		stopped;		/* our store was replaced meanwhile */
+	int			L;				/* list of the search for near nodes */
+	float	   *table;			/* PQ distance table of that search */
+	const uint8 *reached;		/* the repair's walk, while near_reached runs */
+	uint32	   *row;
+} Relink;
 
-/* An expansion: the row's reached nodes not met yet, with PQ distances */
+static int
+relink_prefix(void *arg, uint32 id, uint32 *out, int max)
+{
+	Relink	   *rl = arg;
+
+	return gateann_store_row_neighbors(rl->c->store, id, out, max);
+}
+
+/* An expansion of near_reached: the row's reached nodes not met yet, with PQ distances */
 static int
 expand_near(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 {
-	NearWalk   *w = arg;
-	Consolidation *c = w->c;
-	int			n = gateann_store_copy_neighbors(c->store, id, w->r->row),
+	Relink	   *rl = arg;
+	Consolidation *c = rl->c;
+	int			n = gateann_store_copy_neighbors(c->store, id, rl->row),
 				k,
 				out = 0;
 
 	for (k = 0; k < n; k++)
 	{
-		uint32		nb = w->r->row[k];
+		uint32		nb = rl->row[k];
 
-		if (nb >= c->meta.nnodes || !MAP_TEST(w->r->reached, nb) || seen_test_and_set(c, nb))
+		if (nb >= c->meta.nnodes || !MAP_TEST(rl->reached, nb) || seen_test_and_set(c, nb))
 			continue;
 		ids[out] = nb;
-		dists[out++] = gateann_pq_code_distance(w->table, gateann_store_code(c->store, nb),
+		dists[out++] = gateann_pq_code_distance(rl->table, gateann_store_code(c->store, nb),
 												c->meta.pq_subspaces);
 	}
 	return out;
@@ -779,37 +783,51 @@ expand_near(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 /*
  * Live nodes near u that searches reach, nearest first (an in-memory
  * greedy search from the entry point over PQ codes and rows: search.c's
- * walk).  Returns how many were put into out (room for L).
+ * walk, on u's vector read through shared buffers).  Negative when u is not
+ * a live node.
  */
 static int
-near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
+near_reached(void *arg, uint32 u, const uint8 *reached, uint32 *out, int max)
 {
+	Relink	   *rl = arg;
+	Consolidation *c = rl->c;
 	const GateannMetaPageData *meta = &c->meta;
-	GateannCandidate *list = palloc(sizeof(GateannCandidate) * (L + 1));
+	int			L = Min(rl->L, max);
+	GateannCandidate *list;
 	int			rowmax = Max(c->store->tunnel_neighbors, 1);
-	uint32	   *ids = palloc(sizeof(uint32) * rowmax);
-	float	   *dists = palloc(sizeof(float) * rowmax);
+	uint32	   *ids;
+	float	   *dists;
 	int			size = 0;
 	int			nout = 0;
 	int			i;
 	uint32		entry = meta->entry_point;
-	NearWalk	w;
 
+	if (!gateann_store_has(c->store, u) || gateann_store_is_deleted(c->store, u))
+		return -1;
+	gateann_read_record(c->index, meta, u, c->rec, c->strategy);
+	if (GateannRecordHeader(c->rec)->node_id != u ||
+		(GateannRecordHeader(c->rec)->flags & GATEANN_NODE_DELETED))
+		return -1;
+	if (entry >= meta->nnodes || !MAP_TEST(reached, entry))
+		return 0;
+	gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+							  GATEANN_PQ_L2, rl->table);
 	if (++c->stamp_now == 0)
 	{
 		memset(c->stamp, 0, sizeof(uint32) * (Size) meta->nnodes);
 		c->stamp_now = 1;
 	}
-	if (entry >= meta->nnodes || !MAP_TEST(r->reached, entry))
-		return 0;
+	list = palloc(sizeof(GateannCandidate) * (L + 1));
+	ids = palloc(sizeof(uint32) * rowmax);
+	dists = palloc(sizeof(float) * rowmax);
 	(void) seen_test_and_set(c, entry);
 	gateann_candidate_insert(list, &size, L, entry,
-							 gateann_pq_code_distance(table, gateann_store_code(c->store, entry),
+							 gateann_pq_code_distance(rl->table,
+													  gateann_store_code(c->store, entry),
 													  meta->pq_subspaces));
-	w.c = c;
-	w.r = r;
-	w.table = table;
-	size = gateann_best_first(list, size, L, -1, expand_near, &w, ids, dists);
+	rl->reached = reached;
+	size = gateann_best_first(list, size, L, -1, expand_near, rl, ids, dists);
+	rl->reached = NULL;
 	for (i = 0; i < size; i++)
 		if (!gateann_store_is_deleted(c->store, list[i].id))
 			out[nout++] = list[i].id;
@@ -819,14 +837,30 @@ near_reached(Consolidation *c, Reach *r, const float *table, int L, uint32 *out)
 	return nout;
 }
 
+static int
+relink_can_link(void *arg, uint32 from, int need_room)
+{
+	Relink	   *rl = arg;
+	Consolidation *c = rl->c;
+	GateannNodeHeader hdr;
+
+	if (!gateann_store_has(c->store, from) || gateann_store_is_deleted(c->store, from))
+		return 0;
+	if (!need_room)
+		return 1;
+	gateann_read_header(c->index, &c->meta, from, &hdr);
+	return hdr.nneighbors < c->meta.max_neighbors;
+}
+
 /*
- * Add the edge from -> to, within the first tunnel_neighbors of from's list
- * (the neighbor store's row, all a tunneling search follows); who leaves a
- * full prefix: gateann_prefix_link.
+ * Add the edge from -> to within the first tunnel_neighbors of from's list
+ * (its row); who leaves a full prefix: gateann_prefix_link.
  */
 static void
-add_link(Consolidation *c, uint32 from, uint32 to)
+relink_link(void *arg, uint32 from, uint32 to, const uint32 *parent, uint32 parent_len)
 {
+	Relink	   *rl = arg;
+	Consolidation *c = rl->c;
 	const GateannMetaPageData *meta = &c->meta;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
 	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
@@ -838,356 +872,90 @@ add_link(Consolidation *c, uint32 from, uint32 to)
 	n = gateann_record_get_list(meta, &ed, &hdr, list);
 	if (!(hdr.flags & GATEANN_NODE_FREE) &&
 		(n = gateann_prefix_link(list, n, meta->max_neighbors, to,
-								 Max(c->store->tunnel_neighbors, 1),
-								 c->prefix_indeg, c->prefix_indeg ? c->map_nodes : 0, out)) >= 0)
+								 Max(c->store->tunnel_neighbors, 1), from, parent, parent_len,
+								 out)) >= 0)
 		gateann_store_write_list(c->store, meta, c->index, &ed, from, hdr.flags, out, n);
 	gateann_record_unlock(&ed);
 }
 
-/* In-edges of every node within the reached nodes' neighbor-store rows (add_link's choice) */
-static void
-count_prefix_indeg(Consolidation *c, const uint8 *reached, uint32 *row)
+static int
+relink_go_on(void *arg)
 {
-	uint32		nnodes = Min(c->meta.nnodes, c->store->capacity);
-	uint32		id;
+	Relink	   *rl = arg;
 
-	memset(c->prefix_indeg, 0, sizeof(uint32) * (Size) c->map_nodes);
-	for (id = 0; id < nnodes; id++)
-	{
-		int			n,
-					i;
-
-		/* an in-edge from a node no walk reaches is no way in */
-		if (!MAP_TEST(reached, id) || gateann_store_is_deleted(c->store, id))
-			continue;
-		n = gateann_store_row_neighbors(c->store, id, row, c->store->tunnel_neighbors);
-		for (i = 0; i < n; i++)
-			if (row[i] < c->map_nodes)
-				c->prefix_indeg[row[i]]++;
-	}
+	gateann_vacuum_delay_point();
+	/* our store was replaced: its rows no longer tell who is reached */
+	if (gateann_store_reloaded_since(rl->c->index, rl->since, rl->c->store))
+		rl->stopped = true;
+	return !rl->stopped;
 }
 
 /*
- * Step 5: every live node must stay reachable from the entry point.  When
- * whole regions are deleted, the repaired lists around them may no longer
- * lead into what is left behind them.  A walk over the neighbor store's
- * rows (each a prefix of its node's list: what it reaches, searches reach)
- * marks what is reachable; a live node it missed is linked from a reached
- * node near it, one with room in its list if there is one, and the walk
- * goes on from there.
+ * The repair on the store's rows.  Inserts go on meanwhile and may take a
+ * way in the repair's walk counted on: walk again after a repair that
+ * linked anything, a few times at most.  True when a walk found every live
+ * node reached.
  */
-#define RELINK_PASSES 8
-
-static bool relink_pass(Consolidation *c, Reach *r, uint64 since, float *table, int L,
-						uint32 *near);
-static uint32 relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L,
-							 uint32 *near);
-
-/*
- * Can a node's prefix (its neighbor-store row) take one more entry without
- * stranding anyone (search.h)?  row: room for tunnel_neighbors ids.
- */
-static bool
-prefix_has_spare(Consolidation *c, uint32 id, uint32 *row)
-{
-	int			n = gateann_store_row_neighbors(c->store, id, row, c->store->tunnel_neighbors);
-
-	return n >= 0 && gateann_prefix_has_spare(row, n, c->store->tunnel_neighbors,
-											  c->prefix_indeg, c->map_nodes);
-}
+#define RELINK_PASSES 4
 
 static bool
 relink_unreachable(Consolidation *c, uint64 since)
 {
 	const GateannMetaPageData *meta = &c->meta;
-	int			L = Max(32, c->store->tunnel_neighbors);
-	Reach		r;
-	float	   *table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
-	uint32	   *near = palloc(sizeof(uint32) * L);
+	uint32		nnodes = Min(meta->nnodes, c->store->capacity);
+	uint32		roots[GATEANN_MAX_ENTRIES + 1];
+	GateannReachRepair rr;
+	Relink		rl;
 	int			pass;
 	bool		all_reached = false;
 
-	r.reached = palloc0(((Size) meta->nnodes + 7) / 8);
-	r.queue = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(uint32) * (Size) meta->nnodes);
-	r.row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
+	memset(&rl, 0, sizeof(rl));
+	rl.c = c;
+	rl.since = since;
+	rl.L = Max(32, c->store->tunnel_neighbors);
+	rl.table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
+	rl.row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
+	memset(&rr, 0, sizeof(rr));
+	rr.nnodes = nnodes;
+	roots[rr.nroots++] = meta->entry_point;
+	for (pass = 0; pass < (int) meta->nentries && pass < GATEANN_MAX_ENTRIES; pass++)
+		roots[rr.nroots++] = meta->entries[pass];
+	rr.roots = roots;
+	rr.prefix_len = Max(c->store->tunnel_neighbors, 1);
+	rr.prefix = relink_prefix;
+	rr.near = near_reached;
+	rr.can_link = relink_can_link;
+	rr.link = relink_link;
+	rr.go_on = relink_go_on;
+	rr.arg = &rl;
+	rr.reached = palloc(((Size) meta->nnodes + 7) / 8);
+	rr.parent = MemoryContextAllocHuge(CurrentMemoryContext,
+									   sizeof(uint32) * (Size) Max(nnodes, 1));
+	rr.queue = MemoryContextAllocHuge(CurrentMemoryContext,
+									  sizeof(uint32) * (Size) Max(nnodes, 1));
+	rr.row = palloc(sizeof(uint32) * (rr.prefix_len + 1));
+	rr.max_candidates = rl.L;
+	rr.candidates = palloc(sizeof(uint32) * rr.max_candidates);
 
-	/*
-	 * A new in-edge takes a place in the prefix and pushes the list's last
-	 * prefix entry out of it, which may have been some node's only way in:
-	 * walk again after a pass that linked anything, a few times at most
-	 * (with the default prefix of 32 one pass is nearly always enough).
-	 */
 	for (pass = 0; pass < RELINK_PASSES; pass++)
 	{
-		int64		before = c->relinked;
-
-		memset(r.reached, 0, ((Size) meta->nnodes + 7) / 8);
-		if (gateann_store_unreached_by(c->store, meta, gateann_store_row_neighbors, c->store,
-									   r.reached, r.queue, r.row) == 0)
-		{
-			all_reached = true;
+		if (!gateann_reach_repair(&rr))
 			break;
-		}
-		if (c->prefix_indeg == NULL)
-			c->prefix_indeg = MemoryContextAllocHuge(CurrentMemoryContext,
-													 sizeof(uint32) * (Size) c->map_nodes);
-		count_prefix_indeg(c, r.reached, r.row);
-		if (!relink_pass(c, &r, since, table, L, near))
-			break;
-		if (c->relinked == before || pass == RELINK_PASSES - 1)
+		c->relinked += rr.linked;
+		if (rr.linked == 0)
 		{
-			/* nodes the passes keep linking and stranding in turn */
-			all_reached = relink_checked(c, &r, since, table, L, near) == 0;
+			all_reached = (rr.left == 0);
 			break;
 		}
 	}
-	pfree(table);
-	pfree(near);
-	pfree(r.reached);
-	pfree(r.queue);
-	pfree(r.row);
+	pfree(rl.table);
+	pfree(rl.row);
+	pfree(rr.reached);
+	pfree(rr.parent);
+	pfree(rr.queue);
+	pfree(rr.row);
+	pfree(rr.candidates);
 	return all_reached;
-}
-
-/*
- * The reached nodes nearest unreached node u (near_reached on u's vector,
- * read through shared buffers); -1 if u's record is not a live node.
- */
-static int
-near_unreached(Consolidation *c, Reach *r, uint32 u, float *table, int L, uint32 *near)
-{
-	const GateannMetaPageData *meta = &c->meta;
-
-	gateann_read_record(c->index, meta, u, c->rec, c->strategy);
-	if (GateannRecordHeader(c->rec)->node_id != u ||
-		(GateannRecordHeader(c->rec)->flags & GATEANN_NODE_DELETED))
-		return -1;
-	gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
-							  GATEANN_PQ_L2, table);
-	return near_reached(c, r, table, L, near);
-}
-
-/* One pass of relink_unreachable; false if the store was replaced meanwhile */
-static bool
-relink_pass(Consolidation *c, Reach *r_, uint64 since, float *table, int L, uint32 *near)
-{
-	const GateannMetaPageData *meta = &c->meta;
-	Reach		r = *r_;
-	uint32		spare_cursor = 0;
-	uint32		id;
-
-	for (id = 0; id < meta->nnodes; id++)
-	{
-		int			n,
-					i,
-					rule,
-					links;
-		GateannNodeHeader hdr;
-
-		if ((id & 1023) == 0)
-		{
-			gateann_vacuum_delay_point();
-			/* our store was replaced: its rows no longer tell who is reached */
-			if (gateann_store_reloaded_since(c->index, since, c->store))
-				return false;
-		}
-		if (MAP_TEST(r.reached, id) || !gateann_store_has(c->store, id) ||
-			gateann_store_is_deleted(c->store, id))
-			continue;
-		n = near_unreached(c, &r, id, table, L, near);
-		if (n <= 0)
-			continue;
-
-		/*
-		 * Two in-edges from the nearest reached nodes with room in their
-		 * lists (one in-edge alone is easily pruned away by a later
-		 * insert) and a prefix whose entry leaving it keeps another way
-		 * in; failing that, near ones with such a prefix.
-		 */
-		links = 0;
-		for (rule = 0; rule < 2 && links == 0; rule++)
-			for (i = 0; i < n && links < 2; i++)
-			{
-				if (!prefix_has_spare(c, near[i], r.row))
-					continue;
-				if (rule == 0)
-				{
-					gateann_read_header(c->index, meta, near[i], &hdr);
-					if (hdr.nneighbors >= meta->max_neighbors)
-						continue;
-				}
-				add_link(c, near[i], id);
-				links++;
-			}
-		if (links == 0)
-		{
-			/*
-			 * No node near it can take it without stranding another: any
-			 * reached node that can (a long edge, for tunneling only), else
-			 * the nearest.
-			 */
-			uint32		from = near[0];
-			uint32		k;
-
-			for (k = 0; k < meta->nnodes; k++)
-			{
-				uint32		cand = (spare_cursor + k) % meta->nnodes;
-
-				if (MAP_TEST(r.reached, cand) && gateann_store_has(c->store, cand) &&
-					!gateann_store_is_deleted(c->store, cand) &&
-					prefix_has_spare(c, cand, r.row))
-				{
-					from = spare_cursor = cand;
-					break;
-				}
-			}
-			add_link(c, from, id);
-		}
-		c->relinked++;
-		walk_from(c, &r, id);
-	}
-	return true;
-}
-
-/*
- * The walk of relink_checked's trials: the store's rows, except that node
- * `from` has the prefix a link would give it.
- */
-typedef struct TrialRows
-{
-	GateannStore *store;
-	uint32		from;
-	const uint32 *prefix;
-	int			nprefix;
-} TrialRows;
-
-static int
-trial_row_neighbors(void *arg, uint32_t id, uint32_t *out, int max)
-{
-	TrialRows  *t = arg;
-
-	if (id == t->from)
-	{
-		int			n = Min(t->nprefix, max);
-
-		memcpy(out, t->prefix, sizeof(uint32) * n);
-		return n;
-	}
-	return gateann_store_row_neighbors(t->store, id, out, max);
-}
-
-/*
- * Live nodes the entry points do not reach over rows (trial_row_neighbors);
- * what the walk reached is left in the bitmap `reached`.
- */
-static uint32
-trial_unreached(Consolidation *c, Reach *r, TrialRows *t, uint8 *reached)
-{
-	memset(reached, 0, ((Size) c->meta.nnodes + 7) / 8);
-	return gateann_store_unreached_by(c->store, &c->meta, trial_row_neighbors, t,
-									  reached, r->queue, r->row);
-}
-
-/*
- * The last resort, as the build's (graph.c: connect_checked): for the few
- * nodes the passes kept linking and stranding in turn, each candidate link
- * (from the reached nodes nearest the node, then any reached node) is
- * tried in memory first -- a walk over the store's rows with the prefix
- * the link would give -- and written only if the walk then leaves fewer
- * live nodes unreached than before.  A walk per try, RELINK_CHECKED_TRIES in
- * all, into a bitmap of its own; r->reached keeps the walk without a trial,
- * walked again only after a link is written.
- */
-#define RELINK_CHECKED_TRIES 256
-
-/* Returns how many live nodes its last walk left unreached */
-static uint32
-relink_checked(Consolidation *c, Reach *r, uint64 since, float *table, int L, uint32 *near)
-{
-	const GateannMetaPageData *meta = &c->meta;
-	int			T = Max(c->store->tunnel_neighbors, 1);
-	uint32		nnodes = Min(meta->nnodes, c->store->capacity);
-	Size		mapbytes = ((Size) meta->nnodes + 7) / 8;
-	uint8	   *unreached = palloc(mapbytes);
-	uint8	   *trial = palloc(mapbytes);
-	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
-	uint32		out[GATEANN_MAX_NEIGHBORS_LIMIT + 1];
-	TrialRows	t;
-	uint32		fewest,
-				u;
-	int			tries = 0;
-
-	t.store = c->store;
-	t.from = InvalidNodeId;
-	t.prefix = NULL;
-	t.nprefix = 0;
-	fewest = trial_unreached(c, r, &t, r->reached);
-	/* the nodes to link: fixed now, as r->reached changes with each link */
-	for (u = 0; u < mapbytes; u++)
-		unreached[u] = (uint8) ~r->reached[u];
-
-	for (u = 0; u < nnodes && tries < RELINK_CHECKED_TRIES; u++)
-	{
-		int			n,
-					k;
-
-		if (!gateann_reached(unreached, u) || !gateann_store_has(c->store, u) ||
-			gateann_store_is_deleted(c->store, u))
-			continue;
-		if (gateann_store_reloaded_since(c->index, since, c->store))
-			break;
-		/* reached by an earlier link? */
-		if (gateann_reached(r->reached, u))
-			continue;
-		n = near_unreached(c, r, u, table, L, near);
-		if (n < 0)
-			continue;
-		for (k = 0; k < n + (int) nnodes && tries < RELINK_CHECKED_TRIES; k++)
-		{
-			uint32		from = k < n ? near[k] : (u + (uint32) (k - n)) % nnodes;
-			GateannNodeHeader *hdr;
-			int			deg,
-						len;
-			bool		linked;
-
-			if (!gateann_reached(r->reached, from) || !gateann_store_has(c->store, from) ||
-				gateann_store_is_deleted(c->store, from))
-				continue;
-			/* each trial walks the whole store */
-			gateann_vacuum_delay_point();
-			gateann_read_record(c->index, meta, from, c->cand_rec, c->strategy);
-			hdr = GateannRecordHeader(c->cand_rec);
-			if (hdr->node_id != from || (hdr->flags & (GATEANN_NODE_DELETED | GATEANN_NODE_FREE)))
-				continue;
-			deg = Min((int) hdr->nneighbors, meta->max_neighbors);
-			memcpy(list, GateannRecordNeighbors(meta, c->cand_rec), sizeof(uint32) * deg);
-			/* the same choice add_link makes below, indegrees left as they are */
-			len = gateann_prefix_link(list, deg, meta->max_neighbors, u, T, NULL, 0, out);
-			if (len < 0)
-				continue;
-			tries++;
-			t.from = from;
-			t.prefix = out;
-			t.nprefix = Min(len, T);
-			linked = trial_unreached(c, r, &t, trial) < fewest;
-			t.from = InvalidNodeId;
-			if (linked)
-			{
-				uint32	   *indeg = c->prefix_indeg;
-
-				c->prefix_indeg = NULL;
-				add_link(c, from, u);
-				c->prefix_indeg = indeg;
-				c->relinked++;
-				/* the walk without a trial, now with the link */
-				fewest = trial_unreached(c, r, &t, r->reached);
-				break;
-			}
-		}
-	}
-	pfree(unreached);
-	pfree(trial);
-	return fewest;
 }
 
 /*

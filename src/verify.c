@@ -34,7 +34,7 @@
 #include "meta.h"
 #include "page.h"
 #include "pq.h"
-#include "search.h"
+#include "reach.h"
 #include "store.h"
 #include "vector.h"
 
@@ -136,7 +136,7 @@ check_codebook(VerifyState *vs, Relation index, const GateannMetaPageData *meta)
 
 #define IS_FREE(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
 
-/* gateann_reach's view of the records (search.h) */
+/* gateann_reach's view of the records (reach.h) */
 typedef struct RecordWalk
 {
 	Relation	index;
@@ -182,10 +182,10 @@ check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta
 	w.meta = meta;
 	w.rec = palloc(meta->record_size);
 	(void) gateann_reach(meta->nnodes, meta->entry_point, record_neighbors, &w, r_max,
-						 reached, queue, row);
+						 reached, NULL, queue, row);
 	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
 		(void) gateann_reach(meta->nnodes, meta->entries[id], record_neighbors, &w, r_max,
-							 reached, queue, row);
+							 reached, NULL, queue, row);
 	for (id = 0; id < meta->nnodes; id++)
 	{
 		GateannNodeHeader *hdr = (GateannNodeHeader *) w.rec;

@@ -81,6 +81,10 @@ extern void run_pq_tests(void);
 extern void run_order_tests(void);
 extern void run_repair_tests(void);
 extern void run_topk_tests(void);
+/* ids as "1,2,3", for messages (one static buffer) */
+extern const char *test_show_ids(const uint32_t *ids, int n);
+
 extern void run_search_tests(void);
+extern void run_reach_tests(void);
 
 #endif

@@ -11,6 +11,19 @@ int			tests_passed = 0;
 int			tests_failed = 0;
 int			case_failed = 0;
 
+const char *
+test_show_ids(const uint32_t *ids, int n)
+{
+	static char buf[256];
+	int			i,
+				o = 0;
+
+	buf[0] = 0;
+	for (i = 0; i < n && o < 200; i++)
+		o += snprintf(buf + o, sizeof(buf) - o, "%s%u", i ? "," : "", ids[i]);
+	return buf;
+}
+
 int
 main(void)
 {
@@ -28,6 +41,7 @@ main(void)
 	run_repair_tests();
 	run_topk_tests();
 	run_search_tests();
+	run_reach_tests();
 	printf("%d passed, %d failed\n", tests_passed, tests_failed);
 	return tests_failed == 0 ? 0 : 1;
 }
