@@ -63,6 +63,8 @@ typedef struct BuildState
 	int			pq_option;		/* pq_subspaces reloption (0 = automatic) */
 	int			pq_m;			/* subspaces, once dims is known */
 	bool		locality_order; /* renumber the nodes (order.c) */
+	bool		half;			/* record_precision = half */
+	double		record_error;	/* half: the largest |v - half(v)| */
 
 	/* tail rows: their heap TIDs, tail flags and filter values */
 	uint32		ntail;
@@ -282,6 +284,25 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 		return;
 	}
 
+	/* records of halves: every value must have one; how far they are */
+	if (bs->half)
+	{
+		double		err = gateann_half_error(v, dims);
+
+		if (err < 0 && !tupleIsAlive)
+		{
+			MemoryContextSwitchTo(oldcxt);
+			MemoryContextReset(bs->tmpcxt);
+			return;
+		}
+		if (err < 0)
+			gateann_report_half_range(bs->index,
+									  psprintf("vector in row %s of \"%s\"",
+											   gateann_tid_string(tid), bs->heapname),
+									  v, dims);
+		bs->record_error = Max(bs->record_error, err);
+	}
+
 	MemoryContextSwitchTo(oldcxt);
 
 	if (bs->n + bs->ntail >= GATEANN_MAX_NODES)
@@ -374,8 +395,7 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
 	hdr->heap_tid = bs->tids[id];
 	hdr->flags = 0;
 	hdr->nneighbors = (uint16) deg;
-	memcpy(GateannRecordVector(meta, rec), bs->vectors + (Size) id * meta->dims,
-		   sizeof(float) * meta->dims);
+	gateann_record_set_vector(meta, rec, bs->vectors + (Size) id * meta->dims);
 	memcpy(nbrs, graph->adj + (Size) id * graph->capacity, sizeof(uint32) * deg);
 	for (i = deg; i < meta->max_neighbors; i++)
 		nbrs[i] = InvalidNodeId;
@@ -736,6 +756,7 @@ init_meta(GateannMetaPageData *meta, Relation index, GateannOptions *opts,
 	meta->build_search_list_size = opts->build_search_list_size;
 	meta->alpha = (float4) opts->alpha;
 	meta->tunnel_neighbors = gateann_build_tunnel_neighbors(opts);
+	meta->record_precision = opts->record_precision;
 	meta->entry_point = InvalidNodeId;
 	gateann_filter_layout_to_meta(filters, meta);
 }
@@ -960,6 +981,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.max_neighbors = opts->max_neighbors;
 	bs.pq_option = opts->pq_subspaces;
 	bs.locality_order = opts->locality_order;
+	bs.half = (opts->record_precision == GATEANN_PRECISION_HALF);
 	bs.filters = gateann_filter_layout_create(index);
 	gateann_filter_arena_init(&bs.arena, bs.filters);
 	gateann_filter_arena_init(&bs.tail_arena, bs.filters);
@@ -974,6 +996,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	check_memory_after_scan(&bs);
 
 	init_meta(&meta, index, opts, bs.metric, bs.filters);
+	if (bs.half)
+		meta.record_error = gateann_half_error_bound(bs.record_error);
 	/* (an index of tail records only has seen no vector to lay out for) */
 	meta.dims = bs.n > 0 ? bs.dims : 0;
 	meta.nnodes = bs.n + bs.ntail;

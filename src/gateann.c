@@ -72,6 +72,12 @@ static relopt_kind gateann_relopt_kind;
 
 void		_PG_init(void);
 
+static relopt_enum_elt_def record_precision_values[] = {
+	{"single", GATEANN_PRECISION_SINGLE},
+	{"half", GATEANN_PRECISION_HALF},
+	{NULL}
+};
+
 void
 _PG_init(void)
 {
@@ -106,6 +112,11 @@ _PG_init(void)
 	add_bool_reloption(gateann_relopt_kind, "locality_order",
 					   "Number nodes cluster by cluster at build time, so that searches read the in-memory stores with locality",
 					   true, AccessExclusiveLock);
+	add_enum_reloption(gateann_relopt_kind, "record_precision",
+					   "How node records hold their vectors: single (4 bytes a dimension) or half (2: half the bytes per read)",
+					   record_precision_values, GATEANN_PRECISION_SINGLE,
+					   "Valid values are \"single\" and \"half\".",
+					   AccessExclusiveLock);
 
 	DefineCustomIntVariable("gateann.search_list_size",
 							"Candidate list size L of a gateann search.",
@@ -192,6 +203,7 @@ gateann_options(Datum reloptions, bool validate)
 		{"pq_subspaces", RELOPT_TYPE_INT, offsetof(GateannOptions, pq_subspaces)},
 		{"tunnel_neighbors", RELOPT_TYPE_INT, offsetof(GateannOptions, tunnel_neighbors)},
 		{"locality_order", RELOPT_TYPE_BOOL, offsetof(GateannOptions, locality_order)},
+		{"record_precision", RELOPT_TYPE_ENUM, offsetof(GateannOptions, record_precision)},
 	};
 
 	bytea	   *opts = (bytea *) build_reloptions(reloptions, validate, gateann_relopt_kind,
@@ -220,6 +232,7 @@ gateann_get_options(Relation index)
 		opts->pq_subspaces = 0;
 		opts->tunnel_neighbors = 0;
 		opts->locality_order = true;
+		opts->record_precision = GATEANN_PRECISION_SINGLE;
 	}
 	return opts;
 }

@@ -274,6 +274,18 @@ typedef struct GateannMetaPageData
 	 */
 	uint64		reach_changes;
 	uint64		reach_checked;
+
+	/*
+	 * How records hold their vectors (GateannRecordPrecision, the option
+	 * record_precision at the build).  With halves, record_error is the
+	 * largest length of x - half(x) over the vectors x the records were
+	 * written from (for cosine the unit vectors), rounded up: a scan takes
+	 * it off each distance it gives the executor, which must be a bound
+	 * below the operator's.  Inserts raise it.  (Zero in an index written
+	 * before these fields: single precision.)
+	 */
+	int32		record_precision;
+	float4		record_error;
 } GateannMetaPageData;
 
 typedef GateannMetaPageData *GateannMetaPage;
@@ -302,7 +314,15 @@ typedef struct GateannOptions
 	int			pq_subspaces;	/* 0 = automatic */
 	int			tunnel_neighbors;	/* 0 = chosen by the build */
 	bool		locality_order; /* number nodes cluster by cluster (order.c) */
+	int			record_precision;	/* GateannRecordPrecision */
 } GateannOptions;
+
+/* How records hold their vectors (page.h) */
+typedef enum GateannRecordPrecision
+{
+	GATEANN_PRECISION_SINGLE = 0,	/* float4: the vector as the build had it */
+	GATEANN_PRECISION_HALF = 1	/* binary16: half the bytes (half.h) */
+} GateannRecordPrecision;
 
 #define GATEANN_DEFAULT_MAX_NEIGHBORS		64
 #define GATEANN_DEFAULT_BUILD_LIST_SIZE		128

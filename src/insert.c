@@ -100,6 +100,7 @@ typedef struct InsertState
 	int			nexp;
 	uint32	   *exp_by_id;		/* positions in exp, ordered by node id */
 	bool		poor_code;		/* coded poorly (retrain.h) */
+	float		record_error;	/* halves: |v - half(v)| (meta->record_error) */
 	/* neighbors reverse-edge prunes dropped from their lists */
 	uint32		dropped[GATEANN_MAX_NEIGHBORS_LIMIT];
 	int			ndropped;
@@ -148,9 +149,9 @@ expand_insert(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 	gateann_record_check_node(is->index, hdr, id);
 	w->exp[w->nexp].id = id;
 	w->exp[w->nexp].deleted = (hdr->flags & GATEANN_NODE_DELETED) != 0;
-	memcpy(w->exp_vectors + (Size) w->nexp * meta->dims,
-		   GateannRecordVector(meta, is->scratch), sizeof(float) * meta->dims);
-	w->exp[w->nexp].dist = gateann_l2sq(is->vector, GateannRecordVector(meta, is->scratch),
+	gateann_record_copy_vector(meta, is->scratch, w->exp_vectors + (Size) w->nexp * meta->dims);
+	w->exp[w->nexp].dist = gateann_l2sq(is->vector,
+										w->exp_vectors + (Size) w->nexp * meta->dims,
 										meta->dims);
 	w->nexp++;
 
@@ -374,7 +375,10 @@ write_record_pages(InsertState *is, GateannRecordLoc loc, Buffer *bufs, const bo
 		if (is->become_entry)
 			gateann_meta_set_entry_point(m, id);
 		if (!is->tail)
+		{
 			gateann_meta_count_code(m, is->poor_code);
+			gateann_meta_cover_record_error(m, is->record_error);
+		}
 	}
 	GenericXLogFinish(state);
 }
@@ -555,12 +559,12 @@ cmp_exp_by_id(const void *a, const void *b, void *arg)
 }
 
 /*
- * Exact vector of node id: from the search's expanded set (looked up by
- * binary search: every reverse-edge prune asks for up to R of them), or its
- * record.
+ * Exact vector of node id into out: from the search's expanded set (looked
+ * up by binary search: every reverse-edge prune asks for up to R of them),
+ * or its record (read into recbuf).  False when its slot holds another node.
  */
-static const float *
-exact_vector(InsertState *is, uint32 id, char *recbuf)
+static bool
+exact_vector(InsertState *is, uint32 id, char *recbuf, float *out)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	int			lo = 0,
@@ -577,11 +581,16 @@ exact_vector(InsertState *is, uint32 id, char *recbuf)
 			hi = mid;
 	}
 	if (lo < is->nexp && is->exp[is->exp_by_id[lo]].id == id)
-		return is->exp_vectors + (Size) is->exp_by_id[lo] * meta->dims;
+	{
+		memcpy(out, is->exp_vectors + (Size) is->exp_by_id[lo] * meta->dims,
+			   sizeof(float) * meta->dims);
+		return true;
+	}
 	gateann_read_record(is->index, meta, id, recbuf, NULL);
 	if (GateannRecordHeader(recbuf)->node_id != id)
-		return NULL;
-	return GateannRecordVector(meta, recbuf);
+		return false;
+	gateann_record_copy_vector(meta, recbuf, out);
+	return true;
 }
 
 /*
@@ -606,19 +615,15 @@ read_reverse_edge_source(InsertState *is, uint32 j, uint32 *known_ids)
 	hdr = *GateannRecordHeader(is->scratch);
 	if (hdr.node_id != j)
 		return -1;				/* reported by gateann_verify; not our business */
-	memcpy(is->jvec, GateannRecordVector(meta, is->scratch), sizeof(float) * dims);
+	gateann_record_copy_vector(meta, is->scratch, is->jvec);
 	deg = Min((int) hdr.nneighbors, (int) meta->max_neighbors);
 	if (deg < (int) meta->max_neighbors)
 		return 0;
 	memcpy(list, GateannRecordNeighbors(meta, is->scratch), sizeof(uint32) * deg);
 	for (i = 0; i < deg; i++)
 	{
-		const float *v = exact_vector(is, list[i], is->scratch2);
-
-		if (v == NULL)
-			continue;
-		memcpy(is->known + (Size) nknown * dims, v, sizeof(float) * dims);
-		known_ids[nknown++] = list[i];
+		if (exact_vector(is, list[i], is->scratch2, is->known + (Size) nknown * dims))
+			known_ids[nknown++] = list[i];
 	}
 	return nknown;
 }
@@ -998,7 +1003,15 @@ prepare_record(InsertState *is, Datum *values, bool *isnull, ItemPointer heap_ti
 	{
 		float		coarse_dist;
 
-		memcpy(GateannRecordVector(meta, is->record), is->vector, sizeof(float) * meta->dims);
+		if (meta->record_precision == GATEANN_PRECISION_HALF)
+		{
+			double		err = gateann_half_error(is->vector, meta->dims);
+
+			if (err < 0)
+				gateann_report_half_range(is->index, "vector", is->vector, meta->dims);
+			is->record_error = gateann_half_error_bound(err);
+		}
+		gateann_record_set_vector(meta, is->record, is->vector);
 		is->decoded = palloc(sizeof(float) * meta->dims * (GATEANN_MAX_NEIGHBORS_LIMIT + 1));
 		(void) gateann_pq_encode(&is->store->pq, is->vector,
 								 GateannRecordPQCode(meta, is->record), is->decoded,

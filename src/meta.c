@@ -121,6 +121,13 @@ gateann_meta_problem(const GateannMetaPageData *m, Relation index)
 		return psprintf("gives %d dimensions", m->dims);
 	if (m->metric < GATEANN_METRIC_L2 || m->metric > GATEANN_METRIC_COSINE)
 		return psprintf("gives an unknown metric %d", m->metric);
+	if (m->record_precision != GATEANN_PRECISION_SINGLE &&
+		m->record_precision != GATEANN_PRECISION_HALF)
+		return psprintf("gives an unknown record precision %d", m->record_precision);
+	/* (a bound taken off distances: NaN or negative would make it none) */
+	if (!(m->record_error >= 0 && m->record_error < 1e30f) ||
+		(m->record_precision == GATEANN_PRECISION_SINGLE && m->record_error != 0))
+		return psprintf("gives a record error of %g", (double) m->record_error);
 	if (m->max_neighbors < 1 || m->max_neighbors > GATEANN_MAX_NEIGHBORS_LIMIT)
 		return psprintf("gives max_neighbors %d", m->max_neighbors);
 	if (m->nnodes > GATEANN_MAX_NODES || (uint64) m->ndeleted + m->nfree > m->nnodes)
@@ -212,7 +219,8 @@ gateann_layout_records(GateannMetaPageData *meta)
 	uint32		off = MAXALIGN(sizeof(GateannNodeHeader));
 
 	meta->vector_offset = off;
-	off += sizeof(float) * meta->dims;
+	off += gateann_record_vector_bytes(meta);
+	off = TYPEALIGN(sizeof(uint32), off);
 	meta->neighbors_offset = off;
 	off += sizeof(uint32) * meta->max_neighbors;
 	meta->pqcode_offset = off;
@@ -326,6 +334,13 @@ gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNumber node_pag
 	m->nnodes = id + 1;
 	m->node_pages = Max(m->node_pages, node_pages);
 	m->reach_changes++;
+}
+
+void
+gateann_meta_cover_record_error(GateannMetaPageData *m, float error)
+{
+	if (error > m->record_error)
+		m->record_error = error;
 }
 
 void

@@ -88,6 +88,8 @@ extern void gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNum
 extern void gateann_meta_add_deleted(GateannMetaPageData *m, uint32 n);
 /* An inserted vector was coded with the codebook: poorly, or not (retrain.h) */
 extern void gateann_meta_count_code(GateannMetaPageData *m, bool poor);
+/* Records of halves: record_error covers an inserted vector's (gateann.h) */
+extern void gateann_meta_cover_record_error(GateannMetaPageData *m, float error);
 /* entries[0..n) become the entry points, entries[0] the entry point itself */
 extern void gateann_meta_set_entries(GateannMetaPageData *m, const uint32 *entries, uint32 n);
 /* id joins the entry points if there is room and it is not one; false if not */

@@ -9,6 +9,9 @@
 #include "pq.h"
 #include "port/pg_crc32c.h"
 
+#include <float.h>
+#include <math.h>
+
 #include "access/xloginsert.h"
 #include "miscadmin.h"
 #include "storage/buf_internals.h"
@@ -205,7 +208,7 @@ record_check(const GateannMetaPageData *meta, const char *rec)
 	/* (only when set: a graph node's check covers what format 3's did) */
 	if (tail != 0)
 		COMP_CRC32C(crc, &tail, sizeof(tail));
-	COMP_CRC32C(crc, rec + meta->vector_offset, sizeof(float) * meta->dims);
+	COMP_CRC32C(crc, rec + meta->vector_offset, gateann_record_vector_bytes(meta));
 	if (meta->filter_size > 0)
 		COMP_CRC32C(crc, rec + meta->filter_offset, meta->filter_size);
 	FIN_CRC32C(crc);
@@ -553,4 +556,36 @@ gateann_record_unlock(GateannRecordEdit *ed)
 	for (i = 0; i < ed->npages; i++)
 		UnlockReleaseBuffer(ed->bufs[i]);
 	ed->npages = 0;
+}
+
+void
+gateann_record_set_vector(const GateannMetaPageData *meta, char *rec, const float *v)
+{
+	if (meta->record_precision == GATEANN_PRECISION_HALF)
+		(void) gateann_half_encode(v, meta->dims, (uint16 *) (rec + meta->vector_offset));
+	else
+		memcpy(rec + meta->vector_offset, v, sizeof(float) * meta->dims);
+}
+
+float
+gateann_half_error_bound(double error)
+{
+	float		f = (float) Min(error, (double) FLT_MAX);
+
+	return (double) f < error ? nextafterf(f, FLT_MAX) : f;
+}
+
+void
+gateann_report_half_range(Relation index, const char *what, const float *v, int dims)
+{
+	int			i;
+
+	for (i = 0; i < dims - 1 && fabsf(v[i]) < 65520.0f; i++)
+		;
+	ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("%s has value %g in dimension %d, out of range for the half-precision records of gateann index \"%s\"",
+					what, (double) v[i], i + 1, RelationGetRelationName(index)),
+			 errdetail("Half precision holds values of magnitude below %g.", 65520.0),
+			 errhint("Use record_precision = single for this index (for an existing one: ALTER INDEX ... SET (record_precision = single), then REINDEX).")));
 }

@@ -6,6 +6,7 @@
 #define GATEANN_PAGE_H
 
 #include "gateann.h"
+#include "half.h"
 
 #include "access/generic_xlog.h"
 #include "port/atomics.h"
@@ -181,10 +182,56 @@ extern void gateann_record_unlock(GateannRecordEdit *ed);
 
 /* Accessors for a record held in memory */
 #define GateannRecordHeader(rec)	((GateannNodeHeader *) (rec))
-#define GateannRecordVector(meta, rec)	((float *) ((char *) (rec) + (meta)->vector_offset))
 #define GateannRecordNeighbors(meta, rec)	((uint32 *) ((char *) (rec) + (meta)->neighbors_offset))
 #define GateannRecordPQCode(meta, rec)	((uint8 *) ((char *) (rec) + (meta)->pqcode_offset))
 #define GateannRecordFilter(meta, rec)	((uint8 *) ((char *) (rec) + (meta)->filter_offset))
+
+/* Bytes of a record's vector: 4 a dimension, 2 with record_precision = half */
+static inline Size
+gateann_record_vector_bytes(const GateannMetaPageData *meta)
+{
+	return (Size) Max(meta->dims, 0) *
+		(meta->record_precision == GATEANN_PRECISION_HALF ? sizeof(uint16) : sizeof(float));
+}
+
+/*
+ * A record's vector as floats: where it lies in the record (single
+ * precision), else decoded into buf (room for dims floats), exactly.
+ */
+static inline const float *
+gateann_record_vector(const GateannMetaPageData *meta, const char *rec, float *buf)
+{
+	if (meta->record_precision != GATEANN_PRECISION_HALF)
+		return (const float *) (rec + meta->vector_offset);
+	gateann_half_decode((const uint16 *) (rec + meta->vector_offset), meta->dims, buf);
+	return buf;
+}
+
+/* The record's vector into out (dims floats) */
+static inline void
+gateann_record_copy_vector(const GateannMetaPageData *meta, const char *rec, float *out)
+{
+	const float *v = gateann_record_vector(meta, rec, out);
+
+	if (v != out)
+		memcpy(out, v, sizeof(float) * meta->dims);
+}
+
+/*
+ * Write v (dims floats) as the record's vector.  With halves every value
+ * must have a finite half (gateann_half_error >= 0).
+ */
+extern void gateann_record_set_vector(const GateannMetaPageData *meta, char *rec,
+									  const float *v);
+
+/*
+ * Records of halves.  A vector's gateann_half_error (half.h) as a float not
+ * below it, for meta->record_error; and the ERROR for a vector (`what`: "vector in
+ * row ...") with a value that has no finite half.
+ */
+extern float gateann_half_error_bound(double error);
+extern void gateann_report_half_range(Relation index, const char *what, const float *v,
+									  int dims);
 
 /*
  * May a scan use this copy of a record: deleted (never used, and its slot

@@ -292,8 +292,7 @@ collect_sample(Relation index, const GateannMetaPageData *meta, float *sample,
 		seen++;
 		if (slot < (uint64) cap)
 		{
-			memcpy(sample + slot * meta->dims, GateannRecordVector(meta, rec),
-				   sizeof(float) * meta->dims);
+			gateann_record_copy_vector(meta, rec, sample + slot * meta->dims);
 			if (areas != NULL)
 				memcpy(areas + slot * meta->filter_size, GateannRecordFilter(meta, rec),
 					   meta->filter_size);
@@ -372,6 +371,7 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
 	Size		cb = gateann_pq_code_bytes(meta->pq_subspaces);
 	uint8	   *code = palloc(cb);
 	float	   *work = palloc(sizeof(float) * meta->dims);
+	float	   *vecbuf = palloc(sizeof(float) * meta->dims);
 	uint32		done = 0;
 	int			g;
 
@@ -411,7 +411,7 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
 				if (hdr->node_id != first + s ||
 					(hdr->flags & (GATEANN_NODE_FREE | GATEANN_NODE_TAIL)))
 					continue;
-				(void) gateann_pq_encode(pq, GateannRecordVector(meta, rec),
+				(void) gateann_pq_encode(pq, gateann_record_vector(meta, rec, vecbuf),
 										 GateannRecordPQCode(meta, rec), work, &d);
 				if (!(hdr->flags & GATEANN_NODE_DELETED))
 					note_medoid(gm, GateannRecordPQCode(meta, rec), meta->pq_subspaces,
@@ -437,7 +437,8 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
 			hdr = GateannRecordHeader(rec);
 			if (hdr->node_id != id || (hdr->flags & (GATEANN_NODE_FREE | GATEANN_NODE_TAIL)))
 				continue;
-			(void) gateann_pq_encode(pq, GateannRecordVector(meta, rec), code, work, &d);
+			(void) gateann_pq_encode(pq, gateann_record_vector(meta, rec, vecbuf), code, work,
+									 &d);
 			if (!(hdr->flags & GATEANN_NODE_DELETED))
 				note_medoid(gm, code, meta->pq_subspaces, id, d);
 			write_record_bytes(index, meta, id, meta->pqcode_offset, (const char *) code,
@@ -448,6 +449,7 @@ reencode(Relation index, const GateannMetaPageData *meta, const GateannPQ *pq,
 	}
 	pfree(code);
 	pfree(work);
+	pfree(vecbuf);
 	return done;
 }
 

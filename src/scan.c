@@ -224,6 +224,8 @@ typedef struct GateannScanOpaqueData
 	bool		lookahead_taken;	/* a row past the window was returned
 									 * (strict_window_wants_round) */
 	double		query_norm;		/* inner product: the query's length */
+	double		vector_error;	/* records of halves: gateann_distance_lower_bound's */
+	float	   *vecbuf;			/* a record's vector decoded (dims floats) */
 	BlockNumber heap_blocks;	/* the table's size as last looked up
 								 * (check_heap_tid) */
 	int64		strict_window;	/* strict_order tested the rows up to this one */
@@ -604,9 +606,11 @@ push_result(GateannScanOpaque so, uint32 id, const char *rec, float dist,
 	r.tid = GateannRecordHeader(rec)->heap_tid;
 	r.recheck = (fr == GATEANN_FILTER_UNKNOWN);
 	r.norm = 0;
+	/* (of the row's vector: the record's, give or take its halves' error) */
 	if (so->metric == GATEANN_METRIC_IP)
-		r.norm = (float) gateann_vector_norm(GateannRecordVector(&so->meta, rec),
-											 so->meta.dims) * (1.0f + FLT_EPSILON);
+		r.norm = (float) (gateann_vector_norm(gateann_record_vector(&so->meta, rec, so->vecbuf),
+											  so->meta.dims) + so->meta.record_error) *
+			(1.0f + FLT_EPSILON);
 	heap_push(&so->results, r);
 }
 
@@ -648,7 +652,8 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 			continue;
 		/* the distance first: most are too far, and their check is not needed */
 		dist = gateann_internal_distance(so->metric, so->query,
-										 GateannRecordVector(meta, rec), meta->dims);
+										 gateann_record_vector(meta, rec, so->vecbuf),
+										 meta->dims);
 		so->stats.exact_distances++;
 		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, on_pq_scale(so, dist)) ||
 			!record_is_node(so, j, rec))
@@ -729,7 +734,8 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		if (fr != GATEANN_FILTER_FAIL || so->filter_mode == GATEANN_FILTER_MODE_POST)
 		{
 			dist = gateann_internal_distance(so->metric, so->query,
-											 GateannRecordVector(&so->meta, p->record),
+											 gateann_record_vector(&so->meta, p->record,
+																   so->vecbuf),
 											 so->meta.dims);
 			so->stats.exact_distances++;
 			note_read_distance(so, dist);
@@ -1953,11 +1959,16 @@ search_read_query(IndexScanDesc scan)
 	if (gateann_first_unindexable(so->query, dims, so->metric) >= 0)
 		gateann_report_unindexable("query vector", so->query,
 								   gateann_first_unindexable(so->query, dims, so->metric));
+	so->vecbuf = palloc(sizeof(float) * dims);
 	/* a zero query has no cosine distance to anything (NaN) */
 	so->query_has_distance = !(so->metric == GATEANN_METRIC_COSINE &&
 							   !gateann_normalize(so->query, dims));
 	if (so->metric == GATEANN_METRIC_IP)
 		so->query_norm = gateann_vector_norm(so->query, dims);
+	/* what halves can move a distance by: |x - half(x)|, times |q| for inner product */
+	so->vector_error = (double) so->meta.record_error * (1.0 + FLT_EPSILON);
+	if (so->metric == GATEANN_METRIC_IP)
+		so->vector_error *= so->query_norm * (1.0 + FLT_EPSILON);
 	return true;
 }
 
@@ -2578,7 +2589,8 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 				scan->xs_orderbyvals[0] =
 					Float8GetDatum(gateann_distance_lower_bound(so->metric, bound,
 																so->meta.dims,
-																so->query_norm * r.norm));
+																so->query_norm * r.norm,
+																so->vector_error));
 				scan->xs_orderbynulls[0] = false;
 				scan->xs_recheckorderby = true;
 			}

@@ -191,6 +191,7 @@ typedef struct Consolidation
 	uint32	   *stamp;			/* per node: last repair that saw it */
 	uint32		stamp_now;
 	MemoryContext node_cxt;		/* reset for every repaired list */
+	float	   *vecbuf;			/* a record's vector decoded (dims floats) */
 } Consolidation;
 
 #define MAP_TEST(map, id)	(((map)[(id) >> 3] & (1 << ((id) & 7))) != 0)
@@ -365,7 +366,7 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 		if (!c->locked)
 			gateann_read_record(c->index, meta, ids[i], c->cand_rec, c->strategy);
 		if (!c->locked && GateannRecordHeader(c->cand_rec)->node_id == ids[i])
-			memcpy(v, GateannRecordVector(meta, c->cand_rec), sizeof(float) * dims);
+			gateann_record_copy_vector(meta, c->cand_rec, v);
 		else if (gateann_store_has(c->store, ids[i]))
 			gateann_pq_decode(&c->store->pq, gateann_store_code(c->store, ids[i]), v);
 		else
@@ -492,7 +493,7 @@ replace_entry_point(Consolidation *c)
 
 	gateann_read_record(c->index, meta, entry, c->rec, c->strategy);
 	table = palloc(sizeof(float) * gateann_pq_table_floats(meta->pq_subspaces));
-	gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+	gateann_pq_distance_table(&c->store->pq, gateann_record_vector(meta, c->rec, c->vecbuf),
 							  GATEANN_PQ_L2, table);
 	for (id = 0; id < meta->nnodes; id++)
 		nearer_live(c, table, id, &best, &best_dist);
@@ -555,7 +556,8 @@ replace_deleted_entries(Consolidation *c)
 		if (hdr.node_id != e || (hdr.flags & GATEANN_NODE_FREE))
 			continue;
 		gateann_read_record(c->index, meta, e, c->rec, c->strategy);
-		gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+		gateann_pq_distance_table(&c->store->pq,
+								  gateann_record_vector(meta, c->rec, c->vecbuf),
 								  GATEANN_PQ_L2, table);
 		n1 = gateann_store_copy_neighbors(c->store, e, row);
 		for (k = -1; k < n1; k++)
@@ -624,7 +626,7 @@ repair_lists(Consolidation *c)
 		if (rhdr->node_id != id || (rhdr->flags & GATEANN_NODE_FREE) ||
 			!needs_repair(c, GateannRecordNeighbors(meta, c->rec), n))
 			continue;
-		memcpy(pvec, GateannRecordVector(meta, c->rec), sizeof(float) * meta->dims);
+		gateann_record_copy_vector(meta, c->rec, pvec);
 
 		/*
 		 * The new list is computed from the list as read, without locks
@@ -810,7 +812,7 @@ near_reached(void *arg, uint32 u, const uint8 *reached, uint32 *out, int max)
 		return -1;
 	if (entry >= meta->nnodes || !MAP_TEST(reached, entry))
 		return 0;
-	gateann_pq_distance_table(&c->store->pq, GateannRecordVector(meta, c->rec),
+	gateann_pq_distance_table(&c->store->pq, gateann_record_vector(meta, c->rec, c->vecbuf),
 							  GATEANN_PQ_L2, rl->table);
 	if (++c->stamp_now == 0)
 	{
@@ -1009,6 +1011,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	c.store = gateann_store_get(c.index, &c.meta);
 	c.rec = palloc(c.meta.record_size);
 	c.cand_rec = palloc(c.meta.record_size);
+	c.vecbuf = palloc(sizeof(float) * Max(c.meta.dims, 1));
 	c.map_nodes = c.meta.nnodes;
 	c.stamp = MemoryContextAllocHuge(cxt, sizeof(uint32) * (Size) c.meta.nnodes);
 	memset(c.stamp, 0, sizeof(uint32) * (Size) c.meta.nnodes);

@@ -8,6 +8,7 @@
 
 #include "vector.h"
 #include "distance.h"
+#include "half.h"
 
 #include "access/genam.h"
 #include "catalog/pg_type.h"
@@ -240,9 +241,13 @@ gateann_normalize(float *v, int dims)
 #define ROUNDING_UNIT	(1.0 / (1 << 24))
 #define SUBNORMAL_ULP	(ldexp(1.0, -149))
 
+/*
+ * A record of halves holds x~ for the row's x: |q - x| >= |q - x~| - |x - x~|
+ * and q.x >= q.x~ - |q| |x - x~|, whence vector_error comes off last.
+ */
 double
 gateann_distance_lower_bound(GateannMetric metric, float internal, int dims,
-							 double norms)
+							 double norms, double vector_error)
 {
 	double		n = dims;
 	double		d = internal;
@@ -251,12 +256,13 @@ gateann_distance_lower_bound(GateannMetric metric, float internal, int dims,
 	{
 		case GATEANN_METRIC_L2:
 			d = d * (1.0 - 4.0 * (n + 3.0) * ROUNDING_UNIT) - 4.0 * n * SUBNORMAL_ULP;
-			return sqrt(Max(d, 0.0));
+			return Max(sqrt(Max(d, 0.0)) - vector_error, 0.0);
 		case GATEANN_METRIC_IP:
-			return d - 4.0 * (n + 1.0) * ROUNDING_UNIT * norms - 4.0 * n * SUBNORMAL_ULP;
+			return d - 4.0 * (n + 1.0) * ROUNDING_UNIT * norms - 4.0 * n * SUBNORMAL_ULP -
+				vector_error;
 		case GATEANN_METRIC_COSINE:
 			/* 1 - cos, within the range the operators clamp it to */
-			d = 1.0 + d - 2.0 * (3.0 * n + 3.0) * ROUNDING_UNIT;
+			d = 1.0 + d - 2.0 * (3.0 * n + 3.0) * ROUNDING_UNIT - vector_error;
 			return Min(Max(d, 0.0), 2.0);
 	}
 	return d;
@@ -362,37 +368,6 @@ typedef struct PgvectorHeader
 	int16		unused;
 } PgvectorHeader;
 
-static float4
-half_to_float4(uint16 h)
-{
-	uint32		sign = (uint32) (h & 0x8000) << 16;
-	uint32		exponent = (h >> 10) & 0x1f;
-	uint32		mantissa = h & 0x3ff;
-	uint32		bits;
-	float4		f;
-
-	if (exponent == 0x1f)
-		bits = sign | 0x7f800000 | (mantissa << 13);	/* infinity, NaN */
-	else if (exponent != 0)
-		bits = sign | ((exponent + 127 - 15) << 23) | (mantissa << 13);
-	else if (mantissa == 0)
-		bits = sign;			/* signed zero */
-	else
-	{
-		/* subnormal: mantissa * 2^-24, normalized for single precision */
-		int			shift = 0;
-
-		while ((mantissa & 0x400) == 0)
-		{
-			mantissa <<= 1;
-			shift++;
-		}
-		bits = sign | ((uint32) (127 - 15 + 1 - shift) << 23) | ((mantissa & 0x3ff) << 13);
-	}
-	memcpy(&f, &bits, sizeof(f));
-	return f;
-}
-
 /* A pgvector value of elements of elem_size bytes (4: float4, 2: binary16) as real[] */
 static ArrayType *
 pgvector_value_to_real(Datum value, Size elem_size, const char *type)
@@ -421,7 +396,7 @@ pgvector_value_to_real(Datum value, Size elem_size, const char *type)
 			uint16		h;
 
 			memcpy(&h, x + i * sizeof(uint16), sizeof(h));
-			elems[i] = Float4GetDatum(half_to_float4(h));
+			elems[i] = Float4GetDatum(gateann_half_to_float(h));
 		}
 	}
 	return construct_array(elems, v->dim, FLOAT4OID, sizeof(float4), true, TYPALIGN_INT);

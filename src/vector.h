@@ -73,11 +73,14 @@ extern bool gateann_normalize(float *v, int dims);
  * their own order (pgvector's), so the two differ by rounding; the bound
  * takes off the most rounding the two computations can differ by (see the
  * function).  `norms` is |query| * |vector| for inner product, unused
- * otherwise.  The scan returns it with xs_recheckorderby, so the executor
- * orders rows by the operator's own values.
+ * otherwise.  `vector_error` bounds how far the distance to the vector the
+ * kernel had can be from the distance to the row's (records of halves:
+ * |x - half(x)|, times |query| for inner product; 0 otherwise).  The scan
+ * returns it with xs_recheckorderby, so the executor orders rows by the
+ * operator's own values.
  */
 extern double gateann_distance_lower_bound(GateannMetric metric, float internal,
-										   int dims, double norms);
+										   int dims, double norms, double vector_error);
 
 /* Internal distance between two vectors (both normalised for cosine). */
 extern float gateann_internal_distance(GateannMetric metric, const float *a,

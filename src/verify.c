@@ -66,6 +66,7 @@ typedef struct VerifyState
 	/* what the loader would make of a record's filter copies */
 	GateannFilterCoder *coder;
 	uint8	   *codes[GATEANN_MAX_FILTER_COLS];
+	float	   *vecbuf;			/* a record's vector decoded */
 } VerifyState;
 
 static void
@@ -279,8 +280,8 @@ check_tail_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id, c
 	if ((hdr->flags & GATEANN_NODE_NO_DIRECTION) && vs->metric != GATEANN_METRIC_COSINE)
 		problem(vs, "node %u: tail record of a zero vector in an index that is not cosine",
 				id);
-	for (d = 0; d < meta->dims; d++)
-		if (GateannRecordVector(meta, rec)[d] != 0)
+	for (d = 0; d < (int) gateann_record_vector_bytes(meta); d++)
+		if (rec[meta->vector_offset + d] != 0)
 		{
 			problem(vs, "node %u: tail record with a vector", id);
 			break;
@@ -342,12 +343,12 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		problem(vs, "node %u: not a tail record in an index that has seen no vector", id);
 	else
 	{
-		int			bad = gateann_first_unindexable(GateannRecordVector(meta, rec), meta->dims,
-													vs->metric);
+		const float *v = gateann_record_vector(meta, rec, vs->vecbuf);
+		int			bad = gateann_first_unindexable(v, meta->dims, vs->metric);
 
 		if (bad >= 0)
 			problem(vs, "node %u: vector value %g in dimension %d cannot be indexed", id,
-					(double) GateannRecordVector(meta, rec)[bad], bad + 1);
+					(double) v[bad], bad + 1);
 	}
 	for (i = 0; i < meta->nfilter; i++)
 	{
@@ -461,6 +462,7 @@ gateann_verify(PG_FUNCTION_ARGS)
 	if (meta.dims > 0 && meta.codebook_pages > 0)
 		check_codebook(&vs, index, &meta);
 	vs.metric = (GateannMetric) meta.metric;
+	vs.vecbuf = palloc(sizeof(float) * Max(meta.dims, 1));
 	gateann_filter_slot_types(&meta, vs.types);
 	{
 		Relation	heap = relation_open(index->rd_index->indrelid, AccessShareLock);

@@ -106,22 +106,24 @@ class Fuzz:
         print("FAILURE:", msg.splitlines()[0], file=sys.stderr)
 
     # ------------------------------------------------------------------ data
-    def vec(self, dims, centers):
+    def vec(self, dims, centers, large=True):
+        """large=False: no vector of values beyond what a half holds (record_precision = half)"""
         r = self.rng.random()
         if r < 0.03:
             return "NULL"
         if r < 0.05:
             return "'{" + ",".join(["0"] * dims) + "}'"
         if r < 0.07:
-            return "'{" + ",".join(f"{self.rng.uniform(-1e15, 1e15):.6g}" for _ in range(dims)) + "}'"
+            mag = 1e15 if large else 6e4
+            return "'{" + ",".join(f"{self.rng.uniform(-mag, mag):.6g}" for _ in range(dims)) + "}'"
         c = self.rng.choice(centers)
         return "'{" + ",".join(f"{x + self.rng.gauss(0, 0.3):.5f}" for x in c) + "}'"
 
-    def row(self, i, dims, centers, dup_pool):
+    def row(self, i, dims, centers, dup_pool, large=True):
         if dup_pool and self.rng.random() < 0.1:
             v = self.rng.choice(dup_pool)
         else:
-            v = self.vec(dims, centers)
+            v = self.vec(dims, centers, large)
             if v != "NULL" and self.rng.random() < 0.05:
                 dup_pool.append(v)
         a = "NULL" if self.rng.random() < 0.05 else str(self.rng.randrange(0, 20))
@@ -197,9 +199,11 @@ class Fuzz:
         centers = [[self.rng.uniform(-3, 3) for _ in range(dims)] for _ in range(ncent)]
         dup_pool = []
         self.tables[t] = {"dims": dims, "centers": centers, "dup": dup_pool, "next": n + 1,
-                          "metric": self.rng.choice(["<->", "<->", "<=>", "<#>"])}
+                          "metric": self.rng.choice(["<->", "<->", "<=>", "<#>"]),
+                          "half": self.rng.random() < 0.25}
+        large = not self.tables[t]["half"]
         coll = f' COLLATE "{self.collation}"' if self.collation else ""
-        rows = ",\n".join(self.row(i, dims, centers, dup_pool) for i in range(1, n + 1))
+        rows = ",\n".join(self.row(i, dims, centers, dup_pool, large) for i in range(1, n + 1))
         ops = {"<->": "float4_l2_ops", "<=>": "float4_cosine_ops", "<#>": "float4_ip_ops"}
         opts = []
         if self.rng.random() < 0.7:
@@ -214,6 +218,8 @@ class Fuzz:
             opts.append(f"tunnel_neighbors = {self.rng.choice([0, 1, 2, 4, 16, 32])}")
         if self.rng.random() < 0.2:
             opts.append(f"locality_order = {self.rng.choice(['on', 'off'])}")
+        if self.tables[t]["half"]:
+            opts.append("record_precision = half")
         with_ = f" WITH ({', '.join(opts)})" if opts else ""
         sql = f"""DROP TABLE IF EXISTS t{t};
 CREATE TABLE t{t} (id int, v real[], a int, b text{coll}, tags int[], flag bool, f float8, d date, m jsonb);
@@ -406,9 +412,10 @@ RESET ALL;""")
             if r < 0.5:
                 i = info["next"]
                 info["next"] += 1
-                stmts.append(f"INSERT INTO t{t} VALUES {self.row(i, info['dims'], info['centers'], info['dup'])};")
+                stmts.append(f"INSERT INTO t{t} VALUES "
+                             f"{self.row(i, info['dims'], info['centers'], info['dup'], not info['half'])};")
             elif r < 0.75:
-                stmts.append(f"UPDATE t{t} SET v = {self.vec(info['dims'], info['centers'])}, "
+                stmts.append(f"UPDATE t{t} SET v = {self.vec(info['dims'], info['centers'], not info['half'])}, "
                              f"a = {self.rng.randrange(0, 20)} WHERE id = {self.rng.randrange(1, info['next'])};")
             else:
                 lo = self.rng.randrange(1, info["next"])
@@ -477,7 +484,8 @@ SELECT count(*) FROM (SELECT id FROM t{t} ORDER BY v {op} {q} LIMIT 3) q;""",
         for _ in range(self.rng.randrange(20, 60)):
             i = info["next"]
             info["next"] += 1
-            stmts.append(f"INSERT INTO t{t} VALUES {self.row(i, info['dims'], info['centers'], info['dup'])};")
+            stmts.append(f"INSERT INTO t{t} VALUES "
+                         f"{self.row(i, info['dims'], info['centers'], info['dup'], not info['half'])};")
             if self.rng.random() < 0.3:
                 stmts.append("SELECT pg_sleep(0.03);")
         stmts.append("COMMIT;")

@@ -86,5 +86,6 @@ extern const char *test_show_ids(const uint32_t *ids, int n);
 
 extern void run_search_tests(void);
 extern void run_reach_tests(void);
+extern void run_half_tests(void);
 
 #endif

@@ -42,6 +42,7 @@ main(void)
 	run_topk_tests();
 	run_search_tests();
 	run_reach_tests();
+	run_half_tests();
 	printf("%d passed, %d failed\n", tests_passed, tests_failed);
 	return tests_failed == 0 ? 0 : 1;
 }
