@@ -2414,6 +2414,28 @@ beatable_row_bound(GateannScanOpaque so, float dist)
 	return dist;
 }
 
+/*
+ * The index's distance (internal units) up to which a row may be closer
+ * than the row at d by the operator's distance: d itself, unless records
+ * hold halves, whose distances are within vector_error of the rows' own
+ * (gateann_distance_lower_bound): then twice that beyond d.
+ */
+static float
+within_record_error(GateannScanOpaque so, float d)
+{
+	double		slack = 2.0 * so->vector_error;
+
+	if (slack <= 0)
+		return d;
+	if (so->metric == GATEANN_METRIC_L2)
+	{
+		double		r = sqrt(Max((double) d, 0.0)) + slack;
+
+		return (float) (r * r);
+	}
+	return (float) (d + slack);
+}
+
 static bool
 strict_window_wants_round(GateannScanOpaque so)
 {
@@ -2430,10 +2452,13 @@ strict_window_wants_round(GateannScanOpaque so)
 	{
 		/*
 		 * Past the window: the rows the executor fetches to see that the
-		 * window's last row is in place (those at its distance, and the one
-		 * after them) are no reason to test the next window.
+		 * window's last row is in place (those at its distance -- within
+		 * the halves' error of it, whose bounds are below its distance --
+		 * and the one after them) are no reason to test the next window.
 		 */
-		if (so->results.items[0].dist == so->last_dist)
+		if (so->results.items[0].dist == so->last_dist ||
+			(so->results.items[0].dist > so->last_dist &&
+			 so->results.items[0].dist <= within_record_error(so, so->last_dist)))
 			return false;
 		if (!so->lookahead_taken)
 		{
@@ -2564,7 +2589,14 @@ gateann_gettuple(IndexScanDesc scan, ScanDirection dir)
 
 			if (so->iterative == GATEANN_ITERATIVE_STRICT)
 			{
-				if (r.dist < so->passed)
+				/*
+				 * (with halves, a row within their error of one passed on
+				 * may be closer by the operator, unless it is beyond every
+				 * bound returned: the executor passed on nothing beyond)
+				 */
+				if (r.dist < so->passed ||
+					(so->vector_error > 0 && so->passed > -FLT_MAX &&
+					 r.dist < so->max_bound && r.dist <= within_record_error(so, so->passed)))
 				{
 					so->stats.skipped++;
 					continue;
