@@ -166,6 +166,8 @@ def main() -> None:
                     help="gateann.page_search values (auto,on,off)")
     ap.add_argument("--dynamic-width", default="on",
                     help="gateann.dynamic_width values (on,off)")
+    ap.add_argument("--gateann-with", default="",
+                    help="index options, e.g. 'record_precision = half'")
     ap.add_argument("--read-lists", default="0",
                     help="gateann.read_list_size values (0: read as the walk goes)")
     a = ap.parse_args()
@@ -190,7 +192,8 @@ def main() -> None:
     conn.execute("SET maintenance_work_mem = '2GB'")
     t0 = time.monotonic()
     conn.execute(f"CREATE INDEX {table}_idx ON {table} USING gateann "
-                 f"(embedding {shapes.OPS[metric][1]}, u10, u1)")
+                 f"(embedding {shapes.OPS[metric][1]}, u10, u1)"
+                 + (f" WITH ({a.gateann_with})" if a.gateann_with else ""))
     build_s = round(time.monotonic() - t0, 1)
     conn.execute("CHECKPOINT")
     index_bytes = conn.execute(f"SELECT pg_relation_size('{table}_idx')").fetchone()[0]
@@ -267,7 +270,7 @@ def main() -> None:
              "queries": a.nq, "build_s": build_s, "index_bytes": index_bytes,
              "store_bytes": store_bytes, "shared_buffers": a.shared_buffers,
              "device_reads_per_s_qd1": iops, "page_cache_dropped": dropped,
-             "seconds_per_qps_point": a.seconds}
+             "seconds_per_qps_point": a.seconds, "index_options": a.gateann_with}
     results = {"kind": "memory", "command": a.command, "memory": facts, "points": points,
                "machine": machine_facts(), "git": git_facts()}
     write_json(out / "results.json", results)
