@@ -1097,8 +1097,9 @@ def t_memory_modes(runs):
 
 def t_memory_walk(runs):
     """A memory walk against reading as the walk goes (bench/memory.py
-    --read-lists 0,n), newest run only."""
-    cand = [r for r in of_kind(runs, "memory") if _ablation(r)]
+    --read-lists 0,n), and the other techniques: runs that varied more than one
+    setting, the newest of each shape and size."""
+    cand = [r for r in of_kind(runs, "memory") if len(_varied(r)) > 1]
     if not cand:
         return not_measured("`bench/run.sh memory --read-lists 0,20 --page-search off,reuse`")
     return memory_tables_per_shape(cand)
@@ -1217,7 +1218,51 @@ def memory_table(r):
             + [""] + footnotes([r]))
 
 
+def _precision(r):
+    m = re.search(r"record_precision\s*=\s*'?(\w+)", (r.get("memory") or {}).get("index_options") or "")
+    return m.group(1) if m else None
+
+
+def t_record_precision(runs):
+    """Single against half-precision records on the device (bench/memory.py
+    --gateann-with 'record_precision = ...'): the newest run of each
+    precision per shape and size, at each run's smallest L."""
+    cand = [r for r in of_kind(runs, "memory") if _precision(r) and not _ablation(r)]
+    if not cand:
+        return not_measured("`bench/run.sh memory --gateann-with 'record_precision = half'`")
+    groups = {}
+    for r in cand:
+        f = r.get("memory") or {}
+        groups.setdefault((f.get("shape"), f.get("n")), {}).setdefault(_precision(r), r)
+    out, used = [], []
+    for (shape, n), by_prec in groups.items():
+        chosen = [by_prec[k] for k in sorted(by_prec, key=lambda k: k != "single")]
+        cols = list(dict.fromkeys((p["workload"], p["cache_share"])
+                                  for r in chosen for p in r.get("points") or []))
+        rows = []
+        for r in chosen:
+            f, pts = r.get("memory") or {}, r.get("points") or []
+            L = min(p["L"] for p in pts)
+            cells = []
+            for wl, share in cols:
+                p = next((p for p in pts if p["L"] == L and p["workload"] == wl
+                          and p["cache_share"] == share), None)
+                cells.append("–" if p is None else
+                             f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} / "
+                             f"{fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
+            rows.append([_precision(r), mib(f.get("index_bytes")), L] + cells)
+            used.append(r)
+        out += ([f"{shape}, {rows_label(n)}, shared_buffers {chosen[0]['memory'].get('shared_buffers')}, "
+                 "page cache emptied before each point. Cells: recall@10 / device reads per query "
+                 "/ QPS with 1 / 2 clients.", ""]
+                + table(["records", "index MiB", "L"]
+                        + [f"{wl}, cache {share:.0%} of the index" for wl, share in cols], rows)
+                + [""])
+    return out + footnotes(used)
+
+
 TABLES = {
+    "record_precision": t_record_precision,
     "build": t_build,
     "filter_1m": t_filter,
     "shapes_1m": t_shapes_1m,
