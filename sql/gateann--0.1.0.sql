@@ -404,7 +404,8 @@ CREATE FUNCTION gateann_index_info(index regclass,
 	OUT loaded boolean, OUT shared boolean, OUT build_id bigint,
 	OUT free_slots bigint, OUT pq_training_rows bigint,
 	OUT entry_points integer, OUT unreachable_nodes bigint,
-	OUT build_recall real, OUT build_recall_list integer)
+	OUT build_recall real, OUT build_recall_list integer,
+	OUT record_precision text, OUT record_error real)
 	RETURNS record
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 

@@ -14,6 +14,10 @@ CREATE TABLE half_opt (v real[]);
 CREATE INDEX half_opt_bad ON half_opt USING gateann (v) WITH (record_precision = double);
 CREATE INDEX half_opt_idx ON half_opt USING gateann (v) WITH (record_precision = half);
 SELECT reloptions FROM pg_class WHERE relname = 'half_opt_idx';
+-- the default (auto) for real[]: single precision
+CREATE INDEX half_opt_auto ON half_opt USING gateann (v);
+SELECT record_precision, record_error FROM gateann_index_info('half_opt_auto');
+DROP INDEX half_opt_auto;
 -- an index built on no rows lays records out at its first vector: halves
 INSERT INTO half_opt VALUES ('{1.5,2,3}'), ('{0.1,0.2,0.3}'), (NULL);
 SELECT v FROM half_opt ORDER BY v <-> '{0.1,0.2,0.3}' LIMIT 3;
@@ -83,6 +87,10 @@ CREATE TABLE half_recall_single AS
   SELECT qid, half_recall('half_rows', '<->', v) AS r FROM half_q;
 DROP INDEX half_rows_single;
 CREATE INDEX half_rows_half ON half_rows USING gateann (v) WITH (record_precision = half);
+SELECT record_precision, record_error > 0 AND record_error < 0.01 AS error_ok
+  FROM gateann_index_info('half_rows_half');
+CREATE TEMP TABLE half_error_before AS
+  SELECT record_error FROM gateann_index_info('half_rows_half');
 EXPLAIN (COSTS OFF) SELECT id FROM half_rows ORDER BY v <-> '{1,2}' LIMIT 10;
 SELECT avg(h.r) >= 0.95 AS mean_ok, min(h.r) >= 0.7 AS worst_ok,
        avg(h.r) >= avg(s.r) - 0.01 AS as_single
@@ -120,6 +128,8 @@ INSERT INTO half_rows
 INSERT INTO half_rows
   SELECT 4000 + i, ARRAY(SELECT (ce.v[j] * 3000 + half_gauss())::real FROM generate_series(1, 64) j)
   FROM generate_series(1, 3) i JOIN half_centre ce ON ce.c = i;
+SELECT i.record_error > b.record_error AS error_raised
+  FROM gateann_index_info('half_rows_half') i, half_error_before b;
 DELETE FROM half_rows WHERE id % 9 = 0;
 VACUUM half_rows;
 SELECT count(*) AS problems FROM gateann_verify('half_rows_half');

@@ -11,7 +11,7 @@ INSERT INTO pv VALUES (0, 0, '[0,0,0,0]'), (-1, 1, NULL);
 CREATE INDEX pv_l2 ON pv USING gateann (embedding, tenant);
 CREATE INDEX pv_ip ON pv USING gateann (embedding vector_ip_ops);
 CREATE INDEX pv_cos ON pv USING gateann (embedding vector_cosine_ops);
-SELECT indexrelid::regclass, metric, nodes, dims FROM pg_index, gateann_index_info(indexrelid)
+SELECT indexrelid::regclass, metric, nodes, dims, record_precision FROM pg_index, gateann_index_info(indexrelid)
   WHERE indrelid = 'pv'::regclass ORDER BY 1;
 
 SET enable_seqscan = off;
@@ -40,7 +40,11 @@ INSERT INTO ph VALUES (0, 0, '[0,0,0,0]'), (-1, 1, NULL), (-2, 2, '[6e-8,60000,-
 CREATE INDEX ph_l2 ON ph USING gateann (embedding, tenant);
 CREATE INDEX ph_ip ON ph USING gateann (embedding halfvec_ip_ops);
 CREATE INDEX ph_cos ON ph USING gateann (embedding halfvec_cosine_ops);
-SELECT indexrelid::regclass, metric, nodes, dims FROM pg_index, gateann_index_info(indexrelid)
+-- records of halves by default (record_precision = auto): the values
+-- themselves, no error, under L2 and inner product; cosine's unit vectors
+-- are not halves
+SELECT indexrelid::regclass, metric, nodes, dims, record_precision, record_error = 0 AS exact
+  FROM pg_index, gateann_index_info(indexrelid)
   WHERE indrelid = 'ph'::regclass ORDER BY 1;
 EXPLAIN (COSTS OFF) SELECT id FROM ph WHERE tenant = 3 ORDER BY embedding <-> '[1,1,1,1]' LIMIT 5;
 EXPLAIN (COSTS OFF) SELECT id FROM ph ORDER BY embedding <#> '[1,1,1,1]' LIMIT 5;

@@ -743,6 +743,21 @@ build_graph_parallel(BuildState *bs, GateannGraph *graph, GateannOptions *opts,
  * Metapage defaults shared by a real build and an empty (unlogged init fork)
  * build.
  */
+/*
+ * How the build's records hold vectors: the option's choice; auto: halves
+ * for a column of halves (pgvector's halfvec: nothing lost), else single.
+ */
+static int
+build_record_precision(Relation index, const GateannOptions *opts)
+{
+	GateannVectorReader reader;
+
+	if (opts->record_precision != GATEANN_PRECISION_AUTO)
+		return opts->record_precision;
+	gateann_vector_reader_init(&reader, index);
+	return reader.holds_halves ? GATEANN_PRECISION_HALF : GATEANN_PRECISION_SINGLE;
+}
+
 static void
 init_meta(GateannMetaPageData *meta, Relation index, GateannOptions *opts,
 		  GateannMetric metric, const GateannFilterLayout *filters)
@@ -756,7 +771,7 @@ init_meta(GateannMetaPageData *meta, Relation index, GateannOptions *opts,
 	meta->build_search_list_size = opts->build_search_list_size;
 	meta->alpha = (float4) opts->alpha;
 	meta->tunnel_neighbors = gateann_build_tunnel_neighbors(opts);
-	meta->record_precision = opts->record_precision;
+	meta->record_precision = build_record_precision(index, opts);
 	meta->entry_point = InvalidNodeId;
 	gateann_filter_layout_to_meta(filters, meta);
 }
@@ -981,7 +996,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.max_neighbors = opts->max_neighbors;
 	bs.pq_option = opts->pq_subspaces;
 	bs.locality_order = opts->locality_order;
-	bs.half = (opts->record_precision == GATEANN_PRECISION_HALF);
+	bs.half = (build_record_precision(index, opts) == GATEANN_PRECISION_HALF);
 	bs.filters = gateann_filter_layout_create(index);
 	gateann_filter_arena_init(&bs.arena, bs.filters);
 	gateann_filter_arena_init(&bs.tail_arena, bs.filters);

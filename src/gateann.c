@@ -73,6 +73,7 @@ static relopt_kind gateann_relopt_kind;
 void		_PG_init(void);
 
 static relopt_enum_elt_def record_precision_values[] = {
+	{"auto", GATEANN_PRECISION_AUTO},
 	{"single", GATEANN_PRECISION_SINGLE},
 	{"half", GATEANN_PRECISION_HALF},
 	{NULL}
@@ -113,9 +114,9 @@ _PG_init(void)
 					   "Number nodes cluster by cluster at build time, so that searches read the in-memory stores with locality",
 					   true, AccessExclusiveLock);
 	add_enum_reloption(gateann_relopt_kind, "record_precision",
-					   "How node records hold their vectors: single (4 bytes a dimension) or half (2: half the bytes per read)",
-					   record_precision_values, GATEANN_PRECISION_SINGLE,
-					   "Valid values are \"single\" and \"half\".",
+					   "How node records hold their vectors: single (4 bytes a dimension), half (2: half the bytes per read), or auto (half for a halfvec column, which loses nothing; else single)",
+					   record_precision_values, GATEANN_PRECISION_AUTO,
+					   "Valid values are \"auto\", \"single\" and \"half\".",
 					   AccessExclusiveLock);
 
 	DefineCustomIntVariable("gateann.search_list_size",
@@ -232,7 +233,7 @@ gateann_get_options(Relation index)
 		opts->pq_subspaces = 0;
 		opts->tunnel_neighbors = 0;
 		opts->locality_order = true;
-		opts->record_precision = GATEANN_PRECISION_SINGLE;
+		opts->record_precision = GATEANN_PRECISION_AUTO;
 	}
 	return opts;
 }

@@ -314,15 +314,18 @@ typedef struct GateannOptions
 	int			pq_subspaces;	/* 0 = automatic */
 	int			tunnel_neighbors;	/* 0 = chosen by the build */
 	bool		locality_order; /* number nodes cluster by cluster (order.c) */
-	int			record_precision;	/* GateannRecordPrecision */
+	int			record_precision;	/* GateannRecordPrecision, or _AUTO */
 } GateannOptions;
 
-/* How records hold their vectors (page.h) */
+/* How records hold their vectors (page.h; meta->record_precision) */
 typedef enum GateannRecordPrecision
 {
 	GATEANN_PRECISION_SINGLE = 0,	/* float4: the vector as the build had it */
 	GATEANN_PRECISION_HALF = 1	/* binary16: half the bytes (half.h) */
 } GateannRecordPrecision;
+
+/* The option's default: halves for a column of halves (halfvec), else single */
+#define GATEANN_PRECISION_AUTO	2
 
 #define GATEANN_DEFAULT_MAX_NEIGHBORS		64
 #define GATEANN_DEFAULT_BUILD_LIST_SIZE		128

@@ -274,6 +274,11 @@ gateann_index_info(PG_FUNCTION_ARGS)
 	values[20] = Int32GetDatum(meta.build_recall_list);
 	nulls[19] = nulls[20] = meta.build_recall_list <= 0;
 
+	/* how records hold vectors, and with halves the bound's allowance */
+	values[21] = CStringGetTextDatum(meta.record_precision == GATEANN_PRECISION_HALF ?
+									 "half" : "single");
+	values[22] = Float4GetDatum(meta.record_error);
+
 	relation_close(index, AccessShareLock);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

@@ -31,6 +31,7 @@ gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
 	Oid			typid = TupleDescAttr(RelationGetDescr(index), 0)->atttypid;
 
 	reader->is_float_array = (typid == FLOAT4ARRAYOID || typid == FLOAT8ARRAYOID);
+	reader->holds_halves = false;
 	reader->to_real_array = NULL;
 	reader->collation = index->rd_indcollation[0];
 	if (!reader->is_float_array)
@@ -42,6 +43,8 @@ gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
 							format_type_be(typid)),
 					 errhint("The first column of a gateann index must be real[], double precision[] or, with extension gateann_vector, pgvector's vector or halfvec.")));
 		reader->to_real_array = index_getprocinfo(index, 1, GATEANN_TO_REAL_ARRAY_PROC);
+		/* (gateann_vector's halfvec classes convert with our own function) */
+		reader->holds_halves = (reader->to_real_array->fn_addr == gateann_pghalfvec_to_real);
 	}
 }
 

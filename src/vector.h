@@ -22,6 +22,7 @@
 typedef struct GateannVectorReader
 {
 	bool		is_float_array;	/* real[] or double precision[] */
+	bool		holds_halves;	/* binary16 values (pgvector's halfvec) */
 	FmgrInfo   *to_real_array;	/* NULL for those */
 	Oid			collation;
 } GateannVectorReader;
