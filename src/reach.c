@@ -128,6 +128,9 @@ walk_from_roots(GateannReachRepair *rr)
 							 rr->reached, rr->parent, rr->queue, rr->row);
 }
 
+/* splice_source's answer when go_on stopped the repair */
+#define REPAIR_STOPPED ((uint32_t) 0xFFFFFFFE)
+
 /*
  * A reached node that can be linked from, for a splice: the nearest
  * candidate, else any (from *cursor on); GATEANN_NO_PARENT if none.
@@ -150,6 +153,8 @@ splice_source(GateannReachRepair *rr, int ncandidates, uint32_t *cursor)
 	{
 		uint32_t	from = (*cursor + k) % rr->nnodes;
 
+		if ((k & 1023) == 1023 && !rr->go_on(rr->arg))
+			return REPAIR_STOPPED;
 		if (gateann_reached(rr->reached, from) && rr->can_link(rr->arg, from, 0))
 		{
 			*cursor = from;
@@ -229,6 +234,8 @@ gateann_reach_repair(GateannReachRepair *rr)
 			{
 				uint32_t	from = (cursor + k) % rr->nnodes;
 
+				if ((k & 1023) == 1023 && !rr->go_on(rr->arg))
+					return 0;
 				if (may_link_from(rr, from, 1))
 				{
 					rr->link(rr->arg, from, u, rr->parent, rr->nnodes);
@@ -247,6 +254,8 @@ gateann_reach_repair(GateannReachRepair *rr)
 			 */
 			uint32_t	from = splice_source(rr, n, &cursor);
 
+			if (from == REPAIR_STOPPED)
+				return 0;
 			if (from == GATEANN_NO_PARENT)
 			{
 				rr->left++;

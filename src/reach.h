@@ -91,7 +91,10 @@ typedef struct GateannReachRepair
 	void		(*link) (void *arg, uint32_t from, uint32_t to, const uint32_t *parent,
 						 uint32_t parent_len);
 
-	/* asked every 1,024 ids and before each link: 0 stops the repair */
+	/*
+	 * Asked before each link and every 1,024 nodes of a walk over the ids
+	 * (CHECK_FOR_INTERRUPTS, vacuum_delay_point): 0 stops the repair.
+	 */
 	int			(*go_on) (void *arg);
 	void	   *arg;
 
