@@ -863,8 +863,7 @@ static void
 train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
 			   GateannMetaPageData *meta, GateannPQ *pq)
 {
-	int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
-		gateann_pq_default_subspaces(bs->dims);
+	int			m = gateann_pq_subspaces(index, opts, bs->dims);
 	int			nsample = (int) Min((uint32) GATEANN_PQ_TRAIN_SAMPLE, bs->n);
 	float	   *sample;
 	uint32	   *perm;
@@ -872,13 +871,6 @@ train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
 	uint32		i;
 	uint64		rng = GATEANN_PQ_SEED;
 
-	if (m > bs->dims)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("gateann index \"%s\": pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
-						RelationGetRelationName(index), m, bs->dims),
-				 errhint("ALTER INDEX ... SET (pq_subspaces = n) with n at most %d, or 0 for a size chosen from the dimensions.",
-						 bs->dims)));
 	meta->pq_subspaces = m;
 
 	report_phase(GATEANN_PHASE_TRAIN, nsample);

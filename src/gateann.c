@@ -8,6 +8,7 @@
 #include "gateann.h"
 #include "distance.h"
 #include "io.h"
+#include "pq.h"
 #include "record_cache.h"
 #include "shmem.h"
 #include "vector.h"
@@ -320,6 +321,28 @@ gateann_index_metric(Relation index)
 					RelationGetRelationName(index)),
 			 errhint("The first column of a gateann index is the vector column: use float4_l2_ops, float4_ip_ops or float4_cosine_ops (float8_* for double precision[], or the vector_* and halfvec_* classes of gateann_vector).")));
 	return GATEANN_METRIC_L2;	/* keep compiler quiet */
+}
+
+/*
+ * Bytes per PQ code of an index whose vectors have `dims` dimensions: the
+ * option's, or a size chosen from the dimensions (0).  More than dims is
+ * an error naming the index (the build's, or the first insert's into an
+ * index built on no rows).
+ */
+int
+gateann_pq_subspaces(Relation index, const GateannOptions *opts, int dims)
+{
+	int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
+		gateann_pq_default_subspaces(dims);
+
+	if (m > dims)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("gateann index \"%s\": pq_subspaces (%d) cannot exceed the number of dimensions (%d)",
+						RelationGetRelationName(index), m, dims),
+				 errhint("ALTER INDEX ... SET (pq_subspaces = n) with n at most %d, or 0 for a size chosen from the dimensions.",
+						 dims)));
+	return m;
 }
 
 /* The metric's name, as gateann_index_info() shows it */

@@ -417,6 +417,7 @@ extern bytea *gateann_options(Datum reloptions, bool validate);
 extern GateannOptions *gateann_get_options(Relation index);
 extern GateannMetric gateann_index_metric(Relation index);
 extern const char *gateann_metric_name(int metric);
+extern int	gateann_pq_subspaces(Relation index, const GateannOptions *opts, int dims);
 extern void gateann_check_options(const GateannOptions *opts);
 extern int	gateann_build_tunnel_neighbors(const GateannOptions *opts);
 extern bool gateann_build_chooses_tunnel_neighbors(const GateannOptions *opts);

@@ -140,21 +140,12 @@ bootstrap(Relation index, GateannMetaPageData *meta, const float *vector, int di
 	GateannMetaPageData old = *meta;
 	GateannOptions *opts = gateann_get_options(index);
 	GateannFilterLayout *filters = gateann_filter_layout_create(index);
-	int			m = opts->pq_subspaces > 0 ? opts->pq_subspaces :
-		gateann_pq_default_subspaces(dims);
+	int			m = gateann_pq_subspaces(index, opts, dims);
 	float	   *centroids;
 	char	   *dict;
 	BlockNumber blkno,
 				half;
 	GateannMetaUpdate u;
-
-	if (m > dims)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("gateann index \"%s\": pq_subspaces (%d) cannot exceed the number of dimensions of its first vector (%d)",
-						RelationGetRelationName(index), m, dims),
-				 errhint("ALTER INDEX ... SET (pq_subspaces = n) with n at most %d, or 0 for a size chosen from the dimensions.",
-						 dims)));
 
 	meta->dims = dims;
 	meta->pq_subspaces = m;
