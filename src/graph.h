@@ -85,8 +85,9 @@ extern void gateann_graph_finish(GateannGraph *graph, GateannGraphScratch *scrat
  * Make every node reachable from the entry points over the first r_max
  * neighbors of each list (all that tunneling follows): a node no walk
  * reaches gets an edge, within that part of the list, from the two nearest
- * reached nodes a search for it expands (single process).  Returns how
- * many nodes were linked.
+ * reached nodes a search for it expands that can take one without taking
+ * anyone's way in (reach.c: gateann_reach_repair; single process).
+ * Returns how many nodes were linked.
  */
 extern uint32 gateann_graph_connect(GateannGraph *graph, GateannGraphScratch *scratch,
 									int L, int r_max);
