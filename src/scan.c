@@ -594,9 +594,12 @@ record_from_pages(GateannScanOpaque so, uint32 id, BlockNumber blkno, char *data
 	return record_is_node(so, id, dst);
 }
 
-/* Node id's record rec, at exact distance dist, into the results */
+/*
+ * Node id's record rec, at exact distance dist from its vector vec (as
+ * gateann_record_vector gave it), into the results
+ */
 static void
-push_result(GateannScanOpaque so, uint32 id, const char *rec, float dist,
+push_result(GateannScanOpaque so, uint32 id, const char *rec, const float *vec, float dist,
 			GateannFilterResult fr)
 {
 	HeapEntry	r;
@@ -608,8 +611,7 @@ push_result(GateannScanOpaque so, uint32 id, const char *rec, float dist,
 	r.norm = 0;
 	/* (of the row's vector: the record's, give or take its halves' error) */
 	if (so->metric == GATEANN_METRIC_IP)
-		r.norm = (float) (gateann_vector_norm(gateann_record_vector(&so->meta, rec, so->vecbuf),
-											  so->meta.dims) + so->meta.record_error) *
+		r.norm = (float) (gateann_vector_norm(vec, so->meta.dims) + so->meta.record_error) *
 			(1.0f + FLT_EPSILON);
 	heap_push(&so->results, r);
 }
@@ -643,6 +645,7 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 		uint32		j = first + k;
 		const char *rec = PageGetContents((Page) page) + (Size) k * meta->record_size;
 		GateannFilterResult fr = GATEANN_FILTER_PASS;
+		const float *vec;
 		float		dist;
 
 		if (j == id || j >= so->store->capacity || !gateann_store_has(so->store, j) ||
@@ -651,9 +654,8 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 			(GateannRecordHeader(rec)->flags & GATEANN_NODE_DELETED))
 			continue;
 		/* the distance first: most are too far, and their check is not needed */
-		dist = gateann_internal_distance(so->metric, so->query,
-										 gateann_record_vector(meta, rec, so->vecbuf),
-										 meta->dims);
+		vec = gateann_record_vector(meta, rec, so->vecbuf);
+		dist = gateann_internal_distance(so->metric, so->query, vec, meta->dims);
 		so->stats.exact_distances++;
 		if (gateann_candidate_rejects(so->frontier, so->fsize, so->L, on_pq_scale(so, dist)) ||
 			!record_is_node(so, j, rec))
@@ -666,7 +668,7 @@ page_search(GateannScanOpaque so, uint32 id, const char *page)
 				continue;
 		}
 		(void) gateann_visit(so->visited, j);
-		push_result(so, j, rec, dist, fr);
+		push_result(so, j, rec, vec, dist, fr);
 		so->stats.page_search_results++;
 		expand_record(so, rec);
 	}
@@ -717,6 +719,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		GateannFilterResult fr = GATEANN_FILTER_PASS;
 		float		dist = 0;
 		float		exact;
+		const float *vec = NULL;
 
 		if (so->filtering)
 		{
@@ -733,10 +736,8 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		 */
 		if (fr != GATEANN_FILTER_FAIL || so->filter_mode == GATEANN_FILTER_MODE_POST)
 		{
-			dist = gateann_internal_distance(so->metric, so->query,
-											 gateann_record_vector(&so->meta, p->record,
-																   so->vecbuf),
-											 so->meta.dims);
+			vec = gateann_record_vector(&so->meta, p->record, so->vecbuf);
+			dist = gateann_internal_distance(so->metric, so->query, vec, so->meta.dims);
 			so->stats.exact_distances++;
 			note_read_distance(so, dist);
 			exact = on_pq_scale(so, dist);
@@ -747,7 +748,7 @@ apply_record(IndexScanDesc scan, uint32 id, PendingRead *p)
 		}
 		if (fr != GATEANN_FILTER_FAIL)
 		{
-			push_result(so, id, p->record, dist, fr);
+			push_result(so, id, p->record, vec, dist, fr);
 			so->matched++;
 		}
 	}
@@ -2456,9 +2457,8 @@ strict_window_wants_round(GateannScanOpaque so)
 		 * the halves' error of it, whose bounds are below its distance --
 		 * and the one after them) are no reason to test the next window.
 		 */
-		if (so->results.items[0].dist == so->last_dist ||
-			(so->results.items[0].dist > so->last_dist &&
-			 so->results.items[0].dist <= within_record_error(so, so->last_dist)))
+		if (so->results.items[0].dist >= so->last_dist &&
+			so->results.items[0].dist <= within_record_error(so, so->last_dist))
 			return false;
 		if (!so->lookahead_taken)
 		{
