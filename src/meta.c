@@ -336,6 +336,18 @@ gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNumber node_pag
 	m->reach_changes++;
 }
 
+int
+gateann_meta_walk_roots(const GateannMetaPageData *m, uint32 *roots)
+{
+	int			n = 0;
+	uint32		i;
+
+	roots[n++] = m->entry_point;
+	for (i = 0; i < m->nentries && i < GATEANN_MAX_ENTRIES; i++)
+		roots[n++] = m->entries[i];
+	return n;
+}
+
 void
 gateann_meta_cover_record_error(GateannMetaPageData *m, float error)
 {

@@ -88,6 +88,12 @@ extern void gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNum
 extern void gateann_meta_add_deleted(GateannMetaPageData *m, uint32 n);
 /* An inserted vector was coded with the codebook: poorly, or not (retrain.h) */
 extern void gateann_meta_count_code(GateannMetaPageData *m, bool poor);
+
+/*
+ * Where a walk over the graph starts: the entry point, then the other entry
+ * points (roots: room for GATEANN_MAX_ENTRIES + 1 ids).  Returns how many.
+ */
+extern int	gateann_meta_walk_roots(const GateannMetaPageData *m, uint32 *roots);
 /* Records of halves: record_error covers an inserted vector's (gateann.h) */
 extern void gateann_meta_cover_record_error(GateannMetaPageData *m, float error);
 /* entries[0..n) become the entry points, entries[0] the entry point itself */

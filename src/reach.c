@@ -41,6 +41,20 @@ gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn neighbors, void
 	return marked;
 }
 
+uint32_t
+gateann_reach_roots(uint32_t nnodes, const uint32_t *roots, int nroots,
+					GateannNeighborsFn neighbors, void *arg, int max_degree, uint8_t *reached,
+					uint32_t *parent, uint32_t *queue, uint32_t *row)
+{
+	uint32_t	n = 0;
+	int			e;
+
+	for (e = 0; e < nroots; e++)
+		n += gateann_reach(nnodes, roots[e], neighbors, arg, max_degree, reached, parent,
+						   queue, row);
+	return n;
+}
+
 /* Is list entry id the spanning tree's edge from -> id */
 static inline int
 is_tree_edge(uint32_t from, uint32_t id, const uint32_t *parent, uint32_t parent_len)
@@ -119,43 +133,46 @@ may_link_from(GateannReachRepair *rr, uint32_t from, int rule)
 static void
 walk_from_roots(GateannReachRepair *rr)
 {
-	int			e;
-
 	memset(rr->reached, 0, ((size_t) rr->nnodes + 7) / 8);
 	memset(rr->parent, 0xFF, sizeof(uint32_t) * (size_t) rr->nnodes);
-	for (e = 0; e < rr->nroots; e++)
-		(void) gateann_reach(rr->nnodes, rr->roots[e], rr->prefix, rr->arg, rr->prefix_len,
-							 rr->reached, rr->parent, rr->queue, rr->row);
+	(void) gateann_reach_roots(rr->nnodes, rr->roots, rr->nroots, rr->prefix, rr->arg,
+							   rr->prefix_len, rr->reached, rr->parent, rr->queue, rr->row);
 }
 
-/* splice_source's answer when go_on stopped the repair */
+/* find_source's answer when go_on stopped the repair */
 #define REPAIR_STOPPED ((uint32_t) 0xFFFFFFFE)
 
+/* A reached node that can be linked from; with tree_safe, without losing a tree edge */
+static int
+can_source(GateannReachRepair *rr, uint32_t from, int tree_safe)
+{
+	if (tree_safe)
+		return may_link_from(rr, from, 1);
+	return from < rr->nnodes && gateann_reached(rr->reached, from) &&
+		rr->can_link(rr->arg, from, 0);
+}
+
 /*
- * A reached node that can be linked from, for a splice: the nearest
- * candidate, else any (from *cursor on); GATEANN_NO_PARENT if none.
+ * The first of candidates[0..ncandidates) that can_source accepts, else any
+ * node it accepts, looking from *cursor on (where the last look ended:
+ * nodes before it had none then); GATEANN_NO_PARENT if none.
  */
 static uint32_t
-splice_source(GateannReachRepair *rr, int ncandidates, uint32_t *cursor)
+find_source(GateannReachRepair *rr, int ncandidates, int tree_safe, uint32_t *cursor)
 {
 	uint32_t	k;
 	int			i;
 
 	for (i = 0; i < ncandidates; i++)
-	{
-		uint32_t	from = rr->candidates[i];
-
-		if (from < rr->nnodes && gateann_reached(rr->reached, from) &&
-			rr->can_link(rr->arg, from, 0))
-			return from;
-	}
+		if (can_source(rr, rr->candidates[i], tree_safe))
+			return rr->candidates[i];
 	for (k = 0; k < rr->nnodes; k++)
 	{
 		uint32_t	from = (*cursor + k) % rr->nnodes;
 
 		if ((k & 1023) == 1023 && !rr->go_on(rr->arg))
 			return REPAIR_STOPPED;
-		if (gateann_reached(rr->reached, from) && rr->can_link(rr->arg, from, 0))
+		if (can_source(rr, from, tree_safe))
 		{
 			*cursor = from;
 			return from;
@@ -227,33 +244,18 @@ gateann_reach_repair(GateannReachRepair *rr)
 			}
 		if (links == 0)
 		{
-			/* none near can: any reached node that can (a long edge) */
-			uint32_t	k;
-
-			for (k = 0; k < rr->nnodes && links == 0; k++)
-			{
-				uint32_t	from = (cursor + k) % rr->nnodes;
-
-				if ((k & 1023) == 1023 && !rr->go_on(rr->arg))
-					return 0;
-				if (may_link_from(rr, from, 1))
-				{
-					rr->link(rr->arg, from, u, rr->parent, rr->nnodes);
-					cursor = first = from;
-					links = 1;
-				}
-			}
-		}
-		if (links == 0)
-		{
 			/*
-			 * No reached node can take a link without losing a tree edge
-			 * (the leaves of the tree cannot be linked from): splice u into
-			 * a tree edge, from -> u -> v for from -> v, from the nearest
-			 * reached node that can be linked from at all.
+			 * None near can: any reached node that can (a long edge).
+			 * Failing that, no reached node can take a link without losing
+			 * a tree edge (the leaves of the tree cannot be linked from):
+			 * splice u into a tree edge, from -> u -> v for from -> v, from
+			 * the nearest reached node that can be linked from at all.
 			 */
-			uint32_t	from = splice_source(rr, n, &cursor);
+			uint32_t	from = find_source(rr, 0, 1, &cursor);
+			int			splice_in = (from == GATEANN_NO_PARENT);
 
+			if (splice_in)
+				from = find_source(rr, n, 0, &cursor);
 			if (from == REPAIR_STOPPED)
 				return 0;
 			if (from == GATEANN_NO_PARENT)
@@ -261,9 +263,12 @@ gateann_reach_repair(GateannReachRepair *rr)
 				rr->left++;
 				continue;
 			}
-			splice(rr, from, u);
+			if (splice_in)
+				splice(rr, from, u);
+			else
+				rr->link(rr->arg, from, u, rr->parent, rr->nnodes);
+			links = splice_in ? 2 : 1;
 			first = from;
-			links = 2;
 		}
 		rr->parent[u] = first;
 		(void) gateann_reach(rr->nnodes, u, rr->prefix, rr->arg, rr->prefix_len,

@@ -33,6 +33,15 @@ extern uint32_t gateann_reach(uint32_t nnodes, uint32_t from, GateannNeighborsFn
 							  uint32_t *queue, uint32_t *row);
 
 /*
+ * gateann_reach from each of roots[0..nroots) in turn, into the same
+ * bitmap (and tree); returns how many nodes they reached together.
+ */
+extern uint32_t gateann_reach_roots(uint32_t nnodes, const uint32_t *roots, int nroots,
+									GateannNeighborsFn neighbors, void *arg, int max_degree,
+									uint8_t *reached, uint32_t *parent, uint32_t *queue,
+									uint32_t *row);
+
+/*
  * Put `to` among the first prefix_len entries of from's list[0..n) (the
  * part of a neighbor list that tunneling follows) and write the new list to
  * out (room for max_n + 1 ids); returns its length, at most max_n.  An

@@ -752,14 +752,13 @@ gateann_store_unreachable(const GateannStore *s, const GateannMetaPageData *meta
 	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) Max(meta->nnodes, 1),
 										MCXT_ALLOC_HUGE);
 	uint32	   *row = palloc(sizeof(uint32) * (s->tunnel_neighbors + 1));
+	uint32		roots[GATEANN_MAX_ENTRIES + 1];
 	uint32		unreached = 0;
 	uint32		id;
 
-	(void) gateann_reach(nnodes, meta->entry_point, gateann_store_row_neighbors, (void *) s,
-						 s->tunnel_neighbors, reached, NULL, queue, row);
-	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
-		(void) gateann_reach(nnodes, meta->entries[id], gateann_store_row_neighbors, (void *) s,
-							 s->tunnel_neighbors, reached, NULL, queue, row);
+	(void) gateann_reach_roots(nnodes, roots, gateann_meta_walk_roots(meta, roots),
+							   gateann_store_row_neighbors, (void *) s, s->tunnel_neighbors,
+							   reached, NULL, queue, row);
 	for (id = 0; id < nnodes; id++)
 		if (!gateann_reached(reached, id) && gateann_store_has(s, id) &&
 			!gateann_store_is_deleted(s, id))

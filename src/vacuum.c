@@ -919,9 +919,7 @@ relink_unreachable(Consolidation *c, uint64 since)
 	rl.row = palloc(sizeof(uint32) * (c->store->tunnel_neighbors + 1));
 	memset(&rr, 0, sizeof(rr));
 	rr.nnodes = nnodes;
-	roots[rr.nroots++] = meta->entry_point;
-	for (pass = 0; pass < (int) meta->nentries && pass < GATEANN_MAX_ENTRIES; pass++)
-		roots[rr.nroots++] = meta->entries[pass];
+	rr.nroots = gateann_meta_walk_roots(meta, roots);
 	rr.roots = roots;
 	rr.prefix_len = Max(c->store->tunnel_neighbors, 1);
 	rr.prefix = relink_prefix;

@@ -175,6 +175,7 @@ check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta
 	uint32	   *queue = palloc_extended(sizeof(uint32) * (Size) meta->nnodes, MCXT_ALLOC_HUGE);
 	uint32	   *row = palloc(sizeof(uint32) * r_max);
 	RecordWalk	w;
+	uint32		roots[GATEANN_MAX_ENTRIES + 1];
 	uint32		id;
 	Relation	heap = relation_open(index->rd_index->indrelid, AccessShareLock);
 	Snapshot	snapshot = RegisterSnapshot(GetTransactionSnapshot());
@@ -182,11 +183,8 @@ check_reachable(VerifyState *vs, Relation index, const GateannMetaPageData *meta
 	w.index = index;
 	w.meta = meta;
 	w.rec = palloc(meta->record_size);
-	(void) gateann_reach(meta->nnodes, meta->entry_point, record_neighbors, &w, r_max,
-						 reached, NULL, queue, row);
-	for (id = 0; id < meta->nentries && id < GATEANN_MAX_ENTRIES; id++)
-		(void) gateann_reach(meta->nnodes, meta->entries[id], record_neighbors, &w, r_max,
-							 reached, NULL, queue, row);
+	(void) gateann_reach_roots(meta->nnodes, roots, gateann_meta_walk_roots(meta, roots),
+							   record_neighbors, &w, r_max, reached, NULL, queue, row);
 	for (id = 0; id < meta->nnodes; id++)
 	{
 		GateannNodeHeader *hdr = (GateannNodeHeader *) w.rec;
