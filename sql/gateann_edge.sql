@@ -132,9 +132,10 @@ SELECT plan($$SELECT id FROM ops ORDER BY v <-> '{1,1}' DESC LIMIT 1$$);
 DROP FUNCTION plan(text);
 DROP TABLE ops;
 
--- a build that needs more than maintenance_work_mem stops with a clear error
--- whose hint is enough: the scan goes on counting the table's rows (it
--- asked for 2 MB here from the rows seen so far, then more on each retry)
+-- a build that needs more than maintenance_work_mem, even in partitions,
+-- stops with a clear error whose hint is enough, both figures: the scan
+-- goes on counting the table's rows (it asked for 2 MB here from the rows
+-- seen so far, then more on each retry)
 CREATE TABLE mem (id int, v real[]);
 INSERT INTO mem SELECT i, array_fill((i % 13)::real, ARRAY[256]) FROM generate_series(1, 3000) i;
 SET maintenance_work_mem = '1MB';
@@ -150,7 +151,12 @@ BEGIN
   PERFORM set_config('maintenance_work_mem', substring(hint from '''(\d+MB)'''), false);
   CREATE INDEX mem_try ON mem USING gateann (v);
   RAISE NOTICE 'the hint''s maintenance_work_mem was enough';
+  DROP INDEX mem_try;
+  PERFORM set_config('maintenance_work_mem', substring(hint from 'at least (\d+) MB') || 'MB', false);
+  CREATE INDEX mem_try ON mem USING gateann (v);
+  RAISE NOTICE 'the hint''s maintenance_work_mem for partitions was enough';
 END $$;
+SELECT * FROM gateann_verify('mem_try');
 DROP INDEX mem_try;
 RESET maintenance_work_mem;
 CREATE INDEX mem_idx ON mem USING gateann (v);

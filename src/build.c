@@ -10,6 +10,9 @@
  *    cluster by cluster (order.c), so that a search finds what it touches
  *    in the in-memory stores close together; encode every vector.
  * 3. Build the Vamana graph in memory (graph.c).
+ * When the vectors and the graph do not fit in maintenance_work_mem, the
+ * scan spills the vectors to a temporary file, and steps 2-3 become a
+ * build in partitions (build_merge.h): heap order, no locality order.
  * 4. Write metapage, codebook pages and node pages through the buffer
  *    manager, then WAL-log them all as full page images (log_newpage_range),
  *    so a crash after commit leaves a usable index and standbys receive it.
@@ -18,6 +21,7 @@
 
 #include <math.h>
 
+#include "build_merge.h"
 #include "distance.h"
 #include "filter.h"
 #include "graph.h"
@@ -82,6 +86,10 @@ typedef struct BuildState
 	 */
 	bool		over_budget;
 	uint32		n_unkept;
+
+	/* the vectors left memory: a build in partitions (build_merge.h) */
+	GateannSpill *spill;
+	bool		parallel;		/* the planner chose workers */
 	MemoryContext tmpcxt;
 } BuildState;
 
@@ -116,6 +124,81 @@ memory_need(const BuildState *bs, uint32 n, double scale)
 	return need;
 }
 
+/* A temporary file open: its buffer, its struct and virtual descriptor */
+#define TEMP_FILE_BYTES		(BLCKSZ + 512)
+
+/*
+ * Memory a build in partitions of n vectors needs besides its partitions:
+ * per node its heap TID and two partition numbers (and its group while
+ * they are chosen), the filter and tail rows (counted `scale`
+ * times), the codebook, the training sample and its scratch, and each
+ * temporary file's buffer (nfiles of them).
+ */
+static Size
+spill_resident(const BuildState *bs, uint32 n, double scale, int sample_rows, int nfiles)
+{
+	Size		need;
+
+	need = (Size) n * (sizeof(ItemPointerData) + 3 * sizeof(uint16));
+	need += (Size) (scale * (gateann_filter_arena_bytes(&bs->arena) +
+							 (Size) bs->ntail * (sizeof(ItemPointerData) + sizeof(uint16)) +
+							 gateann_filter_arena_bytes(&bs->tail_arena)));
+	need += gateann_pq_codebook_bytes(bs->dims);
+	need += gateann_spill_sample_bytes(sample_rows, bs->dims, bs->pq_m);
+	need += (Size) nfiles * TEMP_FILE_BYTES;
+	return need;
+}
+
+/* The rows a build in partitions trains on: what a quarter of the budget holds */
+static int
+spill_sample_rows(const BuildState *bs)
+{
+	int			rows = GATEANN_PQ_TRAIN_SAMPLE;
+
+	while (rows > 256 &&
+		   gateann_spill_sample_bytes(rows, bs->dims, bs->pq_m) > bs->memory_limit / 4)
+		rows /= 2;
+	return rows;
+}
+
+/* Members a partition may have within the budget (0: not even one) */
+static uint32
+partition_capacity(const BuildState *bs, uint32 n)
+{
+	Size		member = gateann_merge_member_bytes(bs->dims, bs->max_neighbors, bs->parallel);
+	Size		resident = spill_resident(bs, n, 1.0, 0, 2);
+	Size		cap;
+	Size		nparts;
+
+	if (resident >= bs->memory_limit)
+		return 0;
+	cap = (bs->memory_limit - resident) / member;
+	/* each partition holds two temporary files */
+	nparts = 2 * (Size) n / Max(cap, 1) + 2;
+	resident += nparts * 2 * TEMP_FILE_BYTES;
+	if (resident >= bs->memory_limit)
+		return 0;
+	cap = (bs->memory_limit - resident) / member;
+	return (uint32) Min(cap, (Size) GATEANN_MAX_NODES);
+}
+
+/*
+ * Memory a build in partitions of n vectors needs at the least: one
+ * partition of GATEANN_MERGE_MIN_PARTITION, and while scanning the sample.
+ */
+static Size
+spill_need(const BuildState *bs, uint32 n, double scale)
+{
+	Size		member = gateann_merge_member_bytes(bs->dims, bs->max_neighbors, bs->parallel);
+	Size		nparts = 2 * (Size) n / GATEANN_MERGE_MIN_PARTITION + 2;
+
+	int			sample_rows = bs->spill ? bs->spill->sample_cap : spill_sample_rows(bs);
+
+	return Max(spill_resident(bs, n, scale, 0, 2 + 2 * nparts) +
+			   GATEANN_MERGE_MIN_PARTITION * member,
+			   spill_resident(bs, n, scale, sample_rows, 2));
+}
+
 /*
  * The error of a build over maintenance_work_mem, with what n vectors (and
  * the filter and tail rows kept so far, counted `scale` times) need.
@@ -123,15 +206,19 @@ memory_need(const BuildState *bs, uint32 n, double scale)
 static void
 report_memory(const BuildState *bs, uint32 n, double scale)
 {
-	Size		est = (Size) (memory_need(bs, n, scale) * 1.1);
+	Size		in_memory = (Size) (memory_need(bs, n, scale) * 1.1) / (1024 * 1024) + 1;
+	Size		in_parts = (Size) (spill_need(bs, n, scale) * 1.1) / (1024 * 1024) + 1;
 
 	ereport(ERROR,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg_plural("gateann index build needs more than maintenance_work_mem (%zu kB) for %u vector of %d dimensions",
 						   "gateann index build needs more than maintenance_work_mem (%zu kB) for %u vectors of %d dimensions",
 						   n, bs->memory_limit / 1024, n, bs->dims),
+			 in_parts < in_memory ?
+			 errhint("Increase maintenance_work_mem to at least %zu MB to build the index in partitions, or to %zu MB to build it in memory (faster), e.g. SET maintenance_work_mem = '%zuMB', and retry.",
+					 in_parts, in_memory, in_memory) :
 			 errhint("Increase maintenance_work_mem to at least %zu MB, e.g. SET maintenance_work_mem = '%zuMB', and retry.",
-					 est / (1024 * 1024) + 1, est / (1024 * 1024) + 1)));
+					 in_memory, in_memory)));
 }
 
 /*
@@ -142,31 +229,63 @@ report_memory(const BuildState *bs, uint32 n, double scale)
 static bool
 check_memory(BuildState *bs, uint32 n_needed)
 {
-	if (memory_need(bs, n_needed, 1.0) <= bs->memory_limit)
+	if (bs->spill == NULL ? memory_need(bs, n_needed, 1.0) <= bs->memory_limit :
+		spill_need(bs, n_needed, 1.0) <= bs->memory_limit)
 		return true;
 	bs->over_budget = true;
 	return false;
 }
 
+/*
+ * The vectors no longer fit: go on with them in a temporary file (a build
+ * in partitions), if the rest fits.
+ */
+static bool
+start_spill(BuildState *bs)
+{
+	if (bs->spill != NULL || bs->dims == 0 ||
+		spill_need(bs, bs->n + 1, 1.0) > bs->memory_limit)
+		return false;
+	ereport(NOTICE,
+			(errmsg("gateann index \"%s\" does not fit in maintenance_work_mem after %u rows: building it in partitions",
+					RelationGetRelationName(bs->index), bs->n),
+			 errdetail("The vectors go to temporary files and the graph is built part by part; the build takes longer."),
+			 errhint("Increase maintenance_work_mem to build in memory.")));
+	bs->spill = palloc(sizeof(GateannSpill));
+	gateann_spill_begin(bs->spill, bs->vectors, bs->n, bs->dims, spill_sample_rows(bs));
+	pfree(bs->vectors);
+	bs->vectors = NULL;
+	return true;
+}
+
 /* After the heap scan: the error for the whole table, if it did not fit */
 static void
-check_memory_after_scan(const BuildState *bs)
+check_memory_after_scan(BuildState *bs)
 {
 	double		kept = Max((double) bs->n + bs->ntail, 1.0);
 	uint32		n = bs->n + bs->n_unkept;
 
 	if (bs->over_budget)
 		report_memory(bs, n, (kept + bs->n_unkept) / kept);
-	if (bs->n > 0 && memory_need(bs, bs->n, 1.0) > bs->memory_limit)
+	if (bs->spill == NULL && bs->n > 0 && memory_need(bs, bs->n, 1.0) > bs->memory_limit &&
+		!start_spill(bs))
 		report_memory(bs, bs->n, 1.0);
 }
 
 static void
 grow_arrays(BuildState *bs)
 {
-	Size		per_row = sizeof(float) * bs->dims + sizeof(ItemPointerData) +
-		bs->per_node_graph_bytes;
+	Size		per_row = bs->spill != NULL ? sizeof(ItemPointerData) :
+		sizeof(float) * bs->dims + sizeof(ItemPointerData) + bs->per_node_graph_bytes;
 	uint32		newcap = bs->capacity == 0 ? 64 : bs->capacity * 2;
+
+	if (bs->spill != NULL)
+	{
+		/* only the heap TIDs stay in memory */
+		bs->tids = repalloc_huge(bs->tids, sizeof(ItemPointerData) * (Size) newcap);
+		bs->capacity = newcap;
+		return;
+	}
 
 	/* never allocate room for more rows than maintenance_work_mem can hold */
 	newcap = (uint32) Min((Size) newcap, bs->memory_limit / per_row + 1);
@@ -311,14 +430,22 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 				 errmsg("gateann indexes at most %u rows", GATEANN_MAX_NODES)));
 	if (!check_memory(bs, bs->n + 1))
 	{
-		bs->n_unkept++;
-		MemoryContextReset(bs->tmpcxt);
-		return;
+		bs->over_budget = false;
+		if (!start_spill(bs))
+		{
+			bs->over_budget = true;
+			bs->n_unkept++;
+			MemoryContextReset(bs->tmpcxt);
+			return;
+		}
 	}
 	if (bs->n == bs->capacity)
 		grow_arrays(bs);
 
-	memcpy(bs->vectors + (Size) bs->n * bs->dims, v, sizeof(float) * dims);
+	if (bs->spill != NULL)
+		gateann_spill_add(bs->spill, v);
+	else
+		memcpy(bs->vectors + (Size) bs->n * bs->dims, v, sizeof(float) * dims);
 	bs->tids[bs->n] = *tid;
 	gateann_filter_arena_add(&bs->arena, bs->filters, values + 1, isnull + 1);
 	bs->n++;
@@ -379,14 +506,16 @@ graph_progress(int pass, uint32 done, uint32 total)
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);
 }
 
-/* Serialise node `id` into rec (meta->record_size bytes). */
+/*
+ * Serialise node `id` into rec (meta->record_size bytes): its vector, PQ
+ * code and list (deg ids) as the graph's build left them.
+ */
 static void
-fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
-			const BuildState *bs, const uint8 *codes, const GateannGraph *graph)
+fill_record(const GateannMetaPageData *meta, char *rec, uint32 id, const BuildState *bs,
+			const float *vector, const uint8 *code, const uint32 *list, int deg)
 {
 	GateannNodeHeader *hdr = GateannRecordHeader(rec);
 	uint32	   *nbrs = GateannRecordNeighbors(meta, rec);
-	int			deg = graph->degree[id];
 	int			i;
 
 	memset(rec, 0, meta->record_size);
@@ -395,13 +524,11 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id,
 	hdr->heap_tid = bs->tids[id];
 	hdr->flags = 0;
 	hdr->nneighbors = (uint16) deg;
-	gateann_record_set_vector(meta, rec, bs->vectors + (Size) id * meta->dims);
-	memcpy(nbrs, graph->adj + (Size) id * graph->capacity, sizeof(uint32) * deg);
+	gateann_record_set_vector(meta, rec, vector);
+	memcpy(nbrs, list, sizeof(uint32) * deg);
 	for (i = deg; i < meta->max_neighbors; i++)
 		nbrs[i] = InvalidNodeId;
-	memcpy(GateannRecordPQCode(meta, rec),
-		   codes + (Size) id * gateann_pq_code_bytes(meta->pq_subspaces),
-		   gateann_pq_code_bytes(meta->pq_subspaces));
+	memcpy(GateannRecordPQCode(meta, rec), code, gateann_pq_code_bytes(meta->pq_subspaces));
 	gateann_filter_write_record(meta, &bs->arena, bs->arena_id ? bs->arena_id[id] : id,
 								GateannRecordFilter(meta, rec));
 	gateann_record_seal(meta, rec);
@@ -430,19 +557,23 @@ fill_tail_record(const GateannMetaPageData *meta, char *rec, uint32 j, const Bui
 
 /*
  * Write the whole index: metapage, codebook, dictionaries, node records
- * (the graph's nodes, then the tail records).  No WAL: the caller logs the
- * relation whole.
+ * (the graph's nodes, then the tail records).  The nodes come from codes
+ * and graph, or from a build in partitions (merge not NULL).  No WAL: the
+ * caller logs the relation whole.
  */
 static void
 write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 			const BuildState *bs, const GateannPQ *pq, const uint8 *codes,
-			const GateannGraph *graph, const char *dict)
+			const GateannGraph *graph, GateannMergeBuild *merge, const char *dict)
 {
 	PGAlignedBlock pagebuf;
 	Page		page = pagebuf.data;
 	BlockNumber blkno = 0;
 	GateannNodeWriter w;
 	char	   *rec;
+	float	   *vector = NULL;
+	uint8	   *code = NULL;
+	uint32	   *list = NULL;
 	uint32		id;
 
 	/* metapage first; rewritten at the end once counts are final */
@@ -480,11 +611,26 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 	/* node records */
 	meta->node_start = blkno;
 	rec = palloc0(meta->record_size);
+	if (merge != NULL)
+	{
+		vector = palloc(sizeof(float) * meta->dims);
+		code = palloc(gateann_pq_code_bytes(meta->pq_subspaces));
+		list = palloc(sizeof(uint32) * meta->max_neighbors);
+	}
 	gateann_node_writer_start(&w, index, fork, meta, blkno, false);
 	for (id = 0; id < meta->nnodes; id++)
 	{
-		if (id < bs->n)
-			fill_record(meta, rec, id, bs, codes, graph);
+		if (id < bs->n && merge != NULL)
+		{
+			int			deg;
+
+			gateann_merge_next(merge, id, vector, code, list, &deg);
+			fill_record(meta, rec, id, bs, vector, code, list, deg);
+		}
+		else if (id < bs->n)
+			fill_record(meta, rec, id, bs, bs->vectors + (Size) id * meta->dims,
+						codes + (Size) id * gateann_pq_code_bytes(meta->pq_subspaces),
+						graph->adj + (Size) id * graph->capacity, graph->degree[id]);
 		else
 			fill_tail_record(meta, rec, id - bs->n, bs);
 		gateann_node_writer_add(&w, rec);
@@ -866,29 +1012,41 @@ train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
 	int			m = gateann_pq_subspaces(index, opts, bs->dims);
 	int			nsample = (int) Min((uint32) GATEANN_PQ_TRAIN_SAMPLE, bs->n);
 	float	   *sample;
-	uint32	   *perm;
 	void	   *scratch;
-	uint32		i;
-	uint64		rng = GATEANN_PQ_SEED;
 
 	meta->pq_subspaces = m;
 
-	report_phase(GATEANN_PHASE_TRAIN, nsample);
-	sample = palloc_extended(sizeof(float) * bs->dims * (Size) nsample, MCXT_ALLOC_HUGE);
-	perm = palloc_extended(sizeof(uint32) * (Size) bs->n, MCXT_ALLOC_HUGE);
-	for (i = 0; i < bs->n; i++)
-		perm[i] = i;
-	for (i = 0; i < (uint32) nsample; i++)
+	if (bs->spill != NULL)
 	{
-		uint32		j = i + (uint32) (gateann_random_next(&rng) % (bs->n - i));
-		uint32		t = perm[i];
-
-		perm[i] = perm[j];
-		perm[j] = t;
-		memcpy(sample + (Size) i * bs->dims,
-			   bs->vectors + (Size) perm[i] * bs->dims, sizeof(float) * bs->dims);
+		/* the sample the spill kept */
+		nsample = bs->spill->nsample;
+		sample = bs->spill->sample;
+		bs->spill->sample = NULL;
+		report_phase(GATEANN_PHASE_TRAIN, nsample);
 	}
-	pfree(perm);
+	else
+	{
+		uint32	   *perm;
+		uint32		i;
+		uint64		rng = GATEANN_PQ_SEED;
+
+		report_phase(GATEANN_PHASE_TRAIN, nsample);
+		sample = palloc_extended(sizeof(float) * bs->dims * (Size) nsample, MCXT_ALLOC_HUGE);
+		perm = palloc_extended(sizeof(uint32) * (Size) bs->n, MCXT_ALLOC_HUGE);
+		for (i = 0; i < bs->n; i++)
+			perm[i] = i;
+		for (i = 0; i < (uint32) nsample; i++)
+		{
+			uint32		j = i + (uint32) (gateann_random_next(&rng) % (bs->n - i));
+			uint32		t = perm[i];
+
+			perm[i] = perm[j];
+			perm[j] = t;
+			memcpy(sample + (Size) i * bs->dims,
+				   bs->vectors + (Size) perm[i] * bs->dims, sizeof(float) * bs->dims);
+		}
+		pfree(perm);
+	}
 	gateann_pq_attach(pq, bs->dims, m,
 					  palloc_extended(gateann_pq_codebook_bytes(bs->dims),
 									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
@@ -952,6 +1110,38 @@ encode_vectors(BuildState *bs, const GateannPQ *pq, GateannMetaPageData *meta,
 	return codes;
 }
 
+/*
+ * Steps 2-3 for vectors that left memory (build_merge.h): codes, entry
+ * points and a graph built in partitions, whose nodes write_index takes
+ * from merge in id order.
+ */
+static void
+build_in_partitions(BuildState *bs, const GateannOptions *opts, GateannMetaPageData *meta,
+					const GateannPQ *pq, GateannMergeBuild *merge, int nworkers)
+{
+	memset(merge, 0, sizeof(*merge));
+	merge->spill = bs->spill;
+	merge->pq = pq;
+	merge->R = opts->max_neighbors;
+	merge->L = opts->build_search_list_size;
+	merge->alpha = (float) opts->alpha;
+	merge->r_max = gateann_build_tunnel_neighbors(opts);
+	merge->choose_r_max = gateann_build_chooses_tunnel_neighbors(opts);
+	merge->nworkers = bs->parallel ? nworkers : 0;
+	merge->capacity = partition_capacity(bs, bs->n);
+	merge->phase = report_phase;
+	merge->memory_root = CurrentMemoryContext;
+	gateann_merge_build(merge);
+
+	meta->pq_spacing = gateann_pq_coarse_spacing(pq);
+	meta->tunnel_neighbors = merge->r_max_chosen;
+	meta->entry_point = merge->medoid;
+	meta->nentries = merge->nentries;
+	memcpy(meta->entries, merge->entries, sizeof(uint32) * merge->nentries);
+	elog(DEBUG1, "gateann build in partitions: %d partitions, peak memory %zu kB of maintenance_work_mem %zu kB",
+		 merge->npartitions, merge->peak_memory / 1024, bs->memory_limit / 1024);
+}
+
 IndexBuildResult *
 gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -964,6 +1154,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	GateannGraph graph;
 	uint32		entries[GATEANN_PQ_CENTROIDS];
 	int			nentries = 0;
+	int			nworkers;
+	GateannMergeBuild merge;
 	char	   *dict;
 	MemoryContext buildcxt,
 				oldcxt;
@@ -995,6 +1187,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	bs.memory_limit = (Size) maintenance_work_mem * 1024;
 	bs.tmpcxt = AllocSetContextCreate(buildcxt, "gateann build tuple",
 									  ALLOCSET_DEFAULT_SIZES);
+	nworkers = planned_workers(heap, index, indexInfo);
+	bs.parallel = nworkers > 0 && !IsInParallelMode();
 
 	/* 1. heap scan */
 	report_phase(GATEANN_PHASE_SCAN, heap->rd_rel->reltuples);
@@ -1009,7 +1203,13 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	meta.dims = bs.n > 0 ? bs.dims : 0;
 	meta.nnodes = bs.n + bs.ntail;
 
-	if (bs.n > 0)
+	memset(&graph, 0, sizeof(graph));
+	if (bs.n > 0 && bs.spill != NULL)
+	{
+		train_codebook(&bs, index, opts, &meta, &pq);
+		build_in_partitions(&bs, opts, &meta, &pq, &merge, nworkers);
+	}
+	else if (bs.n > 0)
 	{
 		train_codebook(&bs, index, opts, &meta, &pq);
 		codes = encode_vectors(&bs, &pq, &meta, entries, &nentries);
@@ -1026,8 +1226,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		graph.n = bs.n;
 		graph.vectors = bs.vectors;
 		graph.R = opts->max_neighbors;
-		if (!build_graph_parallel(&bs, &graph, opts, entries, nentries,
-								  planned_workers(heap, index, indexInfo)))
+		if (!build_graph_parallel(&bs, &graph, opts, entries, nentries, nworkers))
 			gateann_graph_build(&graph, entries, nentries, opts->build_search_list_size,
 								(float) opts->alpha, gateann_build_tunnel_neighbors(opts),
 								gateann_build_chooses_tunnel_neighbors(opts),
@@ -1035,13 +1234,11 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		meta.tunnel_neighbors = graph.r_max;
 		probe_build_recall(index, &graph, opts->build_search_list_size, &meta);
 	}
-	else
-		memset(&graph, 0, sizeof(graph));
 
 	/* 4. pages */
 	gateann_filter_build_dictionaries(index, &meta, bs.filters, &bs.arena, bs.n, &dict);
 	gateann_layout_records(&meta);
-	if (bs.n > 0)
+	if (bs.n > 0 && bs.spill == NULL)
 	{
 		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES &&
 			meta.records_per_page > 1)
@@ -1052,7 +1249,10 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		memcpy(meta.entries, graph.entries, sizeof(uint32) * graph.nentries);
 	}
 	report_phase(GATEANN_PHASE_WRITE, bs.n);
-	write_index(index, MAIN_FORKNUM, &meta, &bs, &pq, codes, &graph, dict);
+	write_index(index, MAIN_FORKNUM, &meta, &bs, &pq, codes, &graph,
+				bs.spill != NULL && bs.n > 0 ? &merge : NULL, dict);
+	if (bs.spill != NULL && bs.n > 0)
+		gateann_merge_end(&merge);
 
 	if (RelationNeedsWAL(index))
 		log_newpage_range(index, MAIN_FORKNUM, 0,

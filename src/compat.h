@@ -23,6 +23,10 @@
 #define GATEANN_REL_DATABASE(rel)		((rel)->rd_node.dbNode)
 #endif
 
+/* BufFileWrite takes a const pointer from PG16 on, a plain one before */
+#define gateann_buffile_write(file, ptr, size) \
+	BufFileWrite((file), (void *) (ptr), (size))
+
 /* PG18: vacuum_delay_point() takes an is_analyze argument. */
 #if PG_VERSION_NUM >= 180000
 #define gateann_vacuum_delay_point()	vacuum_delay_point(false)

@@ -387,6 +387,10 @@ gateann_buildphasename(int64 phasenum)
 			return "building graph (pass 1 of 2)";
 		case GATEANN_PHASE_GRAPH_PASS2:
 			return "building graph (pass 2 of 2)";
+		case GATEANN_PHASE_PARTITION:
+			return "assigning vectors to partitions";
+		case GATEANN_PHASE_PARTITION_GRAPH:
+			return "building graph partitions";
 		case GATEANN_PHASE_WRITE:
 			return "writing index pages";
 		default:

@@ -341,6 +341,9 @@ typedef enum GateannRecordPrecision
 #define GATEANN_PHASE_GRAPH_PASS2	6
 #define GATEANN_PHASE_WRITE			7
 #define GATEANN_PHASE_ORDER			8	/* between TRAIN and ENCODE */
+/* a build in partitions (build_merge.h), in place of ENCODE .. PASS2 */
+#define GATEANN_PHASE_PARTITION		9
+#define GATEANN_PHASE_PARTITION_GRAPH	10
 
 /* GUCs (gateann.c) */
 extern int	gateann_search_list_size;

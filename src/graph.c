@@ -662,7 +662,8 @@ gateann_graph_init(GateannGraph *g, const uint32 *entries, int nentries)
 		g->medoid = InvalidNodeId;
 		return;
 	}
-	g->medoid = find_medoid(g);
+	g->medoid = (g->foreign != NULL && nentries > 0 && entries[0] < g->n) ?
+		entries[0] : find_medoid(g);
 	g->entries[g->nentries++] = g->medoid;
 	for (e = 0; e < nentries && g->nentries < GATEANN_MAX_ENTRIES; e++)
 	{
@@ -787,12 +788,24 @@ typedef struct ConnectState
 	int			r_max;			/* the prefix: what tunneling follows */
 } ConnectState;
 
-/* What a walk follows from a node: the first r_max neighbors of its list */
+static inline bool
+is_foreign(const GateannGraph *g, uint32 id)
+{
+	return g->foreign != NULL && (g->foreign[id >> 3] & (1 << (id & 7))) != 0;
+}
+
+/*
+ * What a walk follows from a node: the first r_max neighbors of its list;
+ * nothing from a foreign member, whose prefix another partition chooses
+ */
 static int
 prefix_neighbors(void *arg, uint32 id, uint32 *out, int max)
 {
 	const ConnectState *cs = arg;
 	int			n = Min(Min((int) cs->g->degree[id], cs->r_max), max);
+
+	if (is_foreign(cs->g, id))
+		return 0;
 
 	memcpy(out, neighbors_of(cs->g, id), sizeof(uint32) * n);
 	return n;
@@ -803,8 +816,12 @@ static int
 connect_near(void *arg, uint32 u, const uint8 *reached, uint32 *out, int max)
 {
 	ConnectState *cs = arg;
-	int			nexp = greedy_search(cs->g, cs->s, u, NULL, cs->L);
+	int			nexp;
 	int			i;
+
+	if (is_foreign(cs->g, u))
+		return -1;				/* its own partition links it */
+	nexp = greedy_search(cs->g, cs->s, u, NULL, cs->L);
 
 	qsort(cs->s->expanded, nexp, sizeof(Candidate), cmp_candidate);
 	nexp = Min(nexp, max);
@@ -818,6 +835,8 @@ connect_can_link(void *arg, uint32 from, int need_room)
 {
 	ConnectState *cs = arg;
 
+	if (is_foreign(cs->g, from))
+		return 0;
 	return !need_room || cs->g->degree[from] < cs->g->R;
 }
 

@@ -30,6 +30,16 @@ typedef struct GateannGraph
 	uint32	   *order;			/* n: the visiting order of both passes */
 	int			r_max;			/* each list's first r_max: the tunneling prefix */
 	slock_t    *locks;			/* n, or NULL when one process builds */
+
+	/*
+	 * A partition of a build in partitions (build_merge.c): its members whose
+	 * bit is set here belong to another partition, which decides how they
+	 * are reached, and keep only the longer edges this one gives them.  The
+	 * repair neither links them nor walks through them; the medoid is the
+	 * caller's first entry point, one of the whole index's.  NULL: a whole
+	 * graph.
+	 */
+	const uint8 *foreign;		/* n bits, or NULL */
 	uint32		medoid;
 	/*
 	 * Entry points: the medoid first, then the nodes nearest the centroids

@@ -189,6 +189,7 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 	memcpy((char *) sh + sh->vectors_off, graph->vectors,
 		   (Size) graph->n * graph->dims * sizeof(float));
 	attach_graph(sh, &g);
+	g.foreign = graph->foreign; /* the leader's repair alone reads it */
 	gateann_graph_quantize(&g, (uint8 *) sh + sh->sq_codes_off,
 						   (float *) ((char *) sh + sh->sq_low_off),
 						   (float *) ((char *) sh + sh->sq_step_off));

@@ -195,18 +195,24 @@ class Fuzz:
     def make_table(self, t):
         dims = self.rng.randrange(2, 25)
         n = self.rng.randrange(300, self.a.max_rows + 1)
+        # one table in ten is built in partitions: more rows than
+        # maintenance_work_mem holds in memory (build_merge.c): 1 MB, or what
+        # the error then asks for to build in partitions
+        partitions = self.rng.random() < 0.1
+        if partitions:
+            n = self.rng.randrange(3000, 5001)
         ncent = self.rng.randrange(1, 12)
         centers = [[self.rng.uniform(-3, 3) for _ in range(dims)] for _ in range(ncent)]
         dup_pool = []
         self.tables[t] = {"dims": dims, "centers": centers, "dup": dup_pool, "next": n + 1,
                           "metric": self.rng.choice(["<->", "<->", "<=>", "<#>"]),
-                          "half": self.rng.random() < 0.25}
+                          "half": self.rng.random() < 0.25, "partitions": partitions}
         large = not self.tables[t]["half"]
         coll = f' COLLATE "{self.collation}"' if self.collation else ""
         rows = ",\n".join(self.row(i, dims, centers, dup_pool, large) for i in range(1, n + 1))
         ops = {"<->": "float4_l2_ops", "<=>": "float4_cosine_ops", "<#>": "float4_ip_ops"}
         opts = []
-        if self.rng.random() < 0.7:
+        if self.rng.random() < (0.3 if partitions else 0.7):
             r = self.rng.choice([4, 8, 16, 24, 32])
             opts.append(f"max_neighbors = {r}")
             opts.append(f"build_search_list_size = {self.rng.choice([r, r * 2, 64, 128])}")
@@ -224,11 +230,20 @@ class Fuzz:
         sql = f"""DROP TABLE IF EXISTS t{t};
 CREATE TABLE t{t} (id int, v real[], a int, b text{coll}, tags int[], flag bool, f float8, d date, m jsonb);
 INSERT INTO t{t} VALUES {rows};
-SET maintenance_work_mem = '256MB';
+SET maintenance_work_mem = '{"1MB" if partitions else "256MB"}';
 CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, a, b, tags, flag, f, d, m){with_};
 """
         self.counts["inputs"] += n + 1
         out, err, _ = self.psql(sql, check=False)
+        least = re.search(r"at least (\d+) MB to build the index in partitions", err)
+        if partitions and least:
+            # too little even in partitions: the hint's figure must do
+            _, err, _ = self.psql(f"SET maintenance_work_mem = '{least.group(1)}MB';\n"
+                                  f"CREATE INDEX t{t}_idx ON t{t} USING gateann "
+                                  f"(v {ops[self.tables[t]['metric']]}, a, b, tags, flag, f, d, m){with_};",
+                                  check=False)
+        if "building it in partitions" in err and "ERROR" not in err:
+            self.counts["partition_builds"] = self.counts.get("partition_builds", 0) + 1
         if "ERROR" in err:
             expected = re.search(r"pq_subspaces \(\d+\) cannot exceed|must be at least|beyond the magnitude|"
                                  r"invalid value for|out of range|out of bounds|must not exceed|"
@@ -689,6 +704,7 @@ RESET ALL;""", check=False)
               f"queries with matches (information, not a check); strict_order queries that returned "
               f"fewer rows than matched: {c['short_strict']}, relaxed_order: {c['short_relaxed']}; damaged index files {c['damaged']} "
               f"(errors with a corruption SQLSTATE: {c.get('damage_errors', 0)}); unexpected errors {c['errors']}; "
+              f"builds in partitions {c.get('partition_builds', 0)}; "
               f"rounds of budget churn {c['churn_rounds']}, rows the index did not return in them {c['missing']} "
               f"(nodes unreachable over prefixes after inserts, until VACUUM: {c.get('unreachable_after_inserts', 0)})")
         for f in self.failures[:20]:
