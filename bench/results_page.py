@@ -26,8 +26,9 @@ Where the figures come from
 
 The kind of a run comes from its contents (driver presets by their `preset`
 field: quick, full, io, filter, filter_width, pgvector; shapes; writes; mix;
-fuzz).  Its time is results.json's `started`, else the YYYYMMDD-HHMMSS stamp of
-its directory name, else the date git added it, else its mtime.
+fuzz; by their `kind` field: memory, plans, build_memory).  Its time is
+results.json's `started`, else the YYYYMMDD-HHMMSS stamp of its directory
+name, else the date git added it, else its mtime.
 
 "The latest run of each kind": every table row (for the data-shape matrices,
 every cell) is taken from the newest run that measured it.  A new run replaces
@@ -228,6 +229,22 @@ def _summarize_mix(rj):
             "lost_rows": rj.get("lost_rows"), "ok": rj.get("ok")}
 
 
+def _summarize_build_memory(rj):
+    """bench/build_memory.py: the two builds and their recall points."""
+    st = rj.get("settings") or {}
+    keep = ("mode", "maintenance_work_mem", "maintenance_work_mem_kb", "build_s", "partitioned",
+            "partition_notice_rows", "partitions", "peak_memory_kb", "peak_line_mwm_kb",
+            "vm_hwm_kb", "vm_rss_kb", "rss_anon_peak_kb", "index_bytes", "phases_s", "error")
+    builds = [{k: b[k] for k in keep if b.get(k) is not None} for b in rj.get("builds", [])]
+    points = [{k: p.get(k) for k in ("mode", "L", "search_list_size", "workload", "recall",
+                                     "zero", "queries", "ms")} for p in rj.get("points", [])]
+    return {"settings": {k: st.get(k) for k in ("shape", "n", "dim", "queries", "L", "filter",
+                                                "in_memory_mwm", "partition_mwm",
+                                                "shared_buffers",
+                                                "max_parallel_maintenance_workers")},
+            "builds": builds, "points": points, "errors": rj.get("errors") or []}
+
+
 def _summarize_fuzz(text):
     def num(pattern):
         m = re.search(pattern, text)
@@ -273,7 +290,10 @@ def summarize(path):
     git = rj.get("git") or {}
     out.update(commit=git.get("commit"), dirty=git.get("dirty"), command=rj.get("command"),
                seconds=rj.get("seconds"))
-    if "preset" in rj and "points" in rj:
+    if rj.get("kind") == "build_memory":
+        out.update(kind="build_memory", server=_server(rj.get("server")))
+        out.update(_summarize_build_memory(rj))
+    elif "preset" in rj and "points" in rj:
         out.update(kind=rj["preset"], server=_server((rj.get("postgres") or {}).get("version")))
         out.update(_summarize_driver(rj))
     elif "facts" in rj:
@@ -1261,6 +1281,80 @@ def t_record_precision(runs):
     return out + footnotes(used)
 
 
+BUILD_MODES = (("in_memory", "in memory"), ("partitions", "in partitions"))
+
+
+def _kib_mib(kb):
+    if kb is None:
+        return "–"
+    return f"{kb / 1024:,.0f}" if kb >= 100 * 1024 else f"{kb / 1024:.1f}"
+
+
+def t_build_memory(runs):
+    """A table larger than maintenance_work_mem (bench/build_memory.py): the
+    same rows built in memory and in partitions, with recall@10 of each at
+    every L the run measured; the newest run per (shape, rows, dims)."""
+    seen, cand = set(), []
+    for r in of_kind(runs, "build_memory"):
+        st = r.get("settings") or {}
+        key = (st.get("shape"), st.get("n"), st.get("dim"))
+        if key not in seen and r.get("builds"):
+            seen.add(key)
+            cand.append(r)
+    if not cand:
+        return not_measured("`bench/run.sh build_memory`")
+    Ls = ["default"] + sorted({L for r in cand for L in (r.get("settings") or {}).get("L") or []})
+    default_L = sorted({p.get("search_list_size") for r in cand for p in r.get("points", [])
+                        if p.get("L") == "default" and p.get("search_list_size")})
+    rows = []
+    cand.sort(key=lambda r: ((r["settings"].get("n") or 0), r["settings"].get("dim") or 0,
+                             r["settings"].get("shape") or ""))
+    for r in cand:
+        st = r["settings"]
+        builds = {b["mode"]: b for b in r.get("builds", [])}
+        for mode, label in BUILD_MODES:
+            b = builds.get(mode)
+            if b is None:
+                continue
+            pts = {(str(p.get("L")), p.get("workload")): p for p in r.get("points", [])
+                   if p.get("mode") == mode}
+
+            def cell(L):
+                a, f = pts.get((str(L), "none")), pts.get((str(L), "cat3"))
+                if not a and not f:
+                    return "–"
+                return f"{f3(a and a.get('recall'))} / {f3(f and f.get('recall'))}"
+            zl = "default" if ("default", "none") in pts else (
+                str(min(st.get("L") or [0])) if st.get("L") else None)
+            z = [pts.get((zl, w)) for w in ("none", "cat3")]
+            zeros = ("–" if not any(z) else
+                     " / ".join("–" if p is None else str(p.get("zero")) for p in z))
+            if b.get("error"):
+                label += f" (**failed**: {b['error']})"
+            elif mode == "in_memory" and b.get("partitioned"):
+                label += " (**went to partitions**)"
+            elif mode == "partitions" and b.get("partitioned") is False:
+                label += " (**did not partition**)"
+            rows.append([f"{rows_label(st.get('n'))} × {st.get('dim')}"
+                         + ("" if st.get("shape") == "current_128" else f" ({st.get('shape')})"),
+                         label, b.get("maintenance_work_mem", "–"), fms(b.get("build_s")),
+                         _kib_mib(b.get("peak_memory_kb")), b.get("partitions", "–"),
+                         mib(b.get("index_bytes")), _kib_mib(b.get("vm_hwm_kb"))]
+                        + [cell(L) for L in Ls] + [zeros, ref(r)])
+    dl = f" ({', '.join(str(x) for x in default_L)})" if default_L else ""
+    return (table(["rows × dims", "build", "maintenance_work_mem", "build s",
+                   "peak memory MiB (DEBUG1)", "partitions", "index MiB", "backend VmHWM MiB"]
+                  + [f"default L{dl}" if L == "default" else f"L = {L}" for L in Ls]
+                  + ["queries at recall 0, default L", "run"], rows)
+            + ["", "Cells: recall@10 unfiltered / with `cat = 3` (10 % of the rows), "
+               "gateann.search_list_size = L, one client; the same rows and queries for both "
+               "builds of a run. Queries at recall 0: unfiltered / `cat = 3`. Peak memory: "
+               "the build's memory context peak that gateann reports at DEBUG1 for a build in "
+               "partitions (sampled per partition). VmHWM: the building backend's peak resident "
+               "set, which includes the shared buffers it touched (parallel workers not counted)."]
+            + [""] + footnotes(cand))
+
+
 TABLES = {
     "record_precision": t_record_precision,
     "build": t_build,
@@ -1279,6 +1373,7 @@ TABLES = {
     "eviction": t_eviction,
     "memory_modes": t_memory_modes,
     "memory_walk": t_memory_walk,
+    "build_memory": t_build_memory,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)

