@@ -83,6 +83,38 @@ RESET maintenance_work_mem;
 SELECT * FROM gateann_verify('bp_par');
 SELECT avg(recall(v)) >= 0.9 AS parallel_ok FROM q;
 
+-- copies of three vectors hold most rows: each one's coarse group is
+-- larger than a partition's share and is split into parts, each also given
+-- to the next; copies tie, so a hit is a row no farther than the 10th
+CREATE TABLE dense (id int PRIMARY KEY, v real[]);
+INSERT INTO dense
+  SELECT i, CASE WHEN i % 8 = 0
+                 THEN ARRAY(SELECT (3 * gauss())::real FROM generate_series(1, 16) j)
+                 ELSE ARRAY(SELECT ((i % 3) + 0.1 * j)::real FROM generate_series(1, 16) j) END
+  FROM generate_series(1, 12000) i;
+SET maintenance_work_mem = '2MB';
+CREATE INDEX dense_idx ON dense USING gateann (v);
+RESET maintenance_work_mem;
+SELECT * FROM gateann_verify('dense_idx');
+CREATE FUNCTION dense_recall(qv real[]) RETURNS double precision LANGUAGE plpgsql AS $$
+DECLARE got real[]; tenth real;
+BEGIN
+  SELECT array_agg(d) INTO got FROM (SELECT v <-> qv AS d FROM dense ORDER BY v <-> qv LIMIT 10) s;
+  SET LOCAL enable_indexscan = off;
+  SET LOCAL enable_seqscan = on;
+  SELECT max(d) INTO tenth FROM (SELECT v <-> qv AS d FROM dense ORDER BY v <-> qv LIMIT 10) s;
+  RETURN (SELECT count(*) FROM unnest(got) g WHERE g <= tenth * 1.0001 + 1e-6)::double precision / 10;
+END $$;
+-- queries near the copies and among the other rows
+SELECT avg(r) >= 0.9 AS dense_ok, min(r) > 0 AS none_empty
+  FROM (SELECT dense_recall(CASE WHEN k % 2 = 0
+                                 THEN ARRAY(SELECT (3 * gauss())::real FROM generate_series(1, 16) j WHERE k > 0)
+                                 ELSE ARRAY(SELECT ((k % 3) + 0.1 * j + 0.2 * gauss())::real
+                                            FROM generate_series(1, 16) j) END) AS r
+        FROM generate_series(1, 40) k) s;
+DROP FUNCTION dense_recall(real[]);
+DROP TABLE dense;
+
 DROP TABLE bp, q, centre, mem_recall;
 DROP FUNCTION recall(real[], text);
 DROP FUNCTION gauss();

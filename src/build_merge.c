@@ -314,6 +314,19 @@ form_partitions(GateannMergeBuild *mb, Groups *gr, uint32 share)
 	return nparts;
 }
 
+/* Partitions that are parts of a split group */
+static int
+split_parts(const Groups *gr)
+{
+	int			parts = 0;
+	int			g;
+
+	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
+		if (gr->nsplit[g] > 1)
+			parts += gr->nsplit[g];
+	return parts;
+}
+
 /* The partition of node id of group g, the rank-th of its group */
 static inline int
 part_of(const Groups *gr, int g, uint32 rank)
@@ -609,8 +622,9 @@ gateann_merge_build(GateannMergeBuild *mb)
 	assign_pass(mb, &gr, mb->capacity);
 	choose_entries(mb, &gr);
 	MemoryContextDelete(cxt);	/* the groups */
-	elog(DEBUG1, "gateann build: %u vectors in %d partitions of at most %u, %.2f partitions per vector",
-		 sp->n, mb->npartitions, mb->capacity, (double) mb->members / Max(sp->n, 1));
+	elog(DEBUG1, "gateann build: %u vectors in %d partitions of at most %u (%d of them parts of a split group), %.2f partitions per vector",
+		 sp->n, mb->npartitions, mb->capacity, split_parts(&gr),
+		 (double) mb->members / Max(sp->n, 1));
 
 	mb->phase(GATEANN_PHASE_PARTITION_GRAPH, (double) mb->members);
 	progress_base = 0;
