@@ -1281,9 +1281,6 @@ def t_record_precision(runs):
     return out + footnotes(used)
 
 
-BUILD_MODES = (("in_memory", "in memory"), ("partitions", "in partitions"))
-
-
 def _kib_mib(kb):
     if kb is None:
         return "–"
@@ -1292,8 +1289,8 @@ def _kib_mib(kb):
 
 def t_build_memory(runs):
     """A table larger than maintenance_work_mem (bench/build_memory.py): the
-    same rows built in memory and in partitions, with recall@10 of each at
-    every L the run measured; the newest run per (shape, rows, dims)."""
+    same rows built in memory and in partitions, one row per run with both
+    builds side by side; the newest run per (shape, rows, dims)."""
     seen, cand = set(), []
     for r in of_kind(runs, "build_memory"):
         st = r.get("settings") or {}
@@ -1303,55 +1300,48 @@ def t_build_memory(runs):
             cand.append(r)
     if not cand:
         return not_measured("`bench/run.sh build_memory`")
-    Ls = ["default"] + sorted({L for r in cand for L in (r.get("settings") or {}).get("L") or []})
-    default_L = sorted({p.get("search_list_size") for r in cand for p in r.get("points", [])
-                        if p.get("L") == "default" and p.get("search_list_size")})
+    low_L = min((L for r in cand for L in (r.get("settings") or {}).get("L") or []), default=None)
     rows = []
-    cand.sort(key=lambda r: ((r["settings"].get("n") or 0), r["settings"].get("dim") or 0,
+    cand.sort(key=lambda r: (-(r["settings"].get("n") or 0), r["settings"].get("dim") or 0,
                              r["settings"].get("shape") or ""))
     for r in cand:
         st = r["settings"]
         builds = {b["mode"]: b for b in r.get("builds", [])}
-        for mode, label in BUILD_MODES:
-            b = builds.get(mode)
-            if b is None:
-                continue
-            pts = {(str(p.get("L")), p.get("workload")): p for p in r.get("points", [])
-                   if p.get("mode") == mode}
+        mem, part = builds.get("in_memory") or {}, builds.get("partitions") or {}
+        pts = {(p.get("mode"), str(p.get("L")), p.get("workload")): p for p in r.get("points", [])}
 
-            def cell(L):
-                a, f = pts.get((str(L), "none")), pts.get((str(L), "cat3"))
-                if not a and not f:
-                    return "–"
-                return f"{f3(a and a.get('recall'))} / {f3(f and f.get('recall'))}"
-            zl = "default" if ("default", "none") in pts else (
-                str(min(st.get("L") or [0])) if st.get("L") else None)
-            z = [pts.get((zl, w)) for w in ("none", "cat3")]
-            zeros = ("–" if not any(z) else
-                     " / ".join("–" if p is None else str(p.get("zero")) for p in z))
+        def pair(L, wl):
+            a, b = pts.get(("in_memory", str(L), wl)), pts.get(("partitions", str(L), wl))
+            if not a and not b:
+                return "–"
+            return f"{f3(a and a.get('recall'))} → {f3(b and b.get('recall'))}"
+
+        def both(key, fmt):
+            return f"{fmt(mem.get(key))} / {fmt(part.get(key))}"
+        state = ""
+        for mode, b in (("in memory", mem), ("in partitions", part)):
             if b.get("error"):
-                label += f" (**failed**: {b['error']})"
-            elif mode == "in_memory" and b.get("partitioned"):
-                label += " (**went to partitions**)"
-            elif mode == "partitions" and b.get("partitioned") is False:
-                label += " (**did not partition**)"
-            rows.append([f"{rows_label(st.get('n'))} × {st.get('dim')}"
-                         + ("" if st.get("shape") == "current_128" else f" ({st.get('shape')})"),
-                         label, b.get("maintenance_work_mem", "–"), fms(b.get("build_s")),
-                         _kib_mib(b.get("peak_memory_kb")), b.get("partitions", "–"),
-                         mib(b.get("index_bytes")), _kib_mib(b.get("vm_hwm_kb"))]
-                        + [cell(L) for L in Ls] + [zeros, ref(r)])
-    dl = f" ({', '.join(str(x) for x in default_L)})" if default_L else ""
-    return (table(["rows × dims", "build", "maintenance_work_mem", "build s",
-                   "peak memory MiB (DEBUG1)", "partitions", "index MiB", "backend VmHWM MiB"]
-                  + [f"default L{dl}" if L == "default" else f"L = {L}" for L in Ls]
-                  + ["queries at recall 0, default L", "run"], rows)
-            + ["", "Cells: recall@10 unfiltered / with `cat = 3` (10 % of the rows), "
-               "gateann.search_list_size = L, one client; the same rows and queries for both "
-               "builds of a run. Queries at recall 0: unfiltered / `cat = 3`. Peak memory: "
-               "the build's memory context peak that gateann reports at DEBUG1 for a build in "
-               "partitions (sampled per partition). VmHWM: the building backend's peak resident "
-               "set, which includes the shared buffers it touched (parallel workers not counted)."]
+                state += f" (**{mode} failed**: {b['error']})"
+        if mem.get("partitioned"):
+            state += " (**in memory went to partitions**)"
+        if part and part.get("partitioned") is False:
+            state += " (**did not partition**)"
+        z = [pts.get(("partitions", "default", w)) for w in ("none", "cat3")]
+        zeros = " / ".join("–" if p is None else str(p.get("zero")) for p in z)
+        rows.append([f"{rows_label(st.get('n'))} × {st.get('dim')} {st.get('shape')}{state}",
+                     f"{mem.get('maintenance_work_mem', '–')} / {part.get('maintenance_work_mem', '–')}",
+                     both("build_s", fms), str(part.get("partitions", "–")),
+                     _kib_mib(part.get("peak_memory_kb")),
+                     pair("default", "none"), pair("default", "cat3"),
+                     pair(low_L, "none"), pair(low_L, "cat3"), zeros, ref(r)])
+    return (table(["rows × dims shape", "maintenance_work_mem", "build s", "partitions",
+                   "peak MiB", "recall, default L", "`cat = 3`, default L",
+                   f"recall, L = {low_L}", f"`cat = 3`, L = {low_L}", "at recall 0", "run"], rows)
+            + ["", "Pairs: in memory / in partitions (recall: in memory → in partitions); recall@10 "
+               "unfiltered and with `cat = 3` (10 % of the rows), one client, the same rows and "
+               "queries for both builds. Peak: the build in partitions' memory context, which "
+               "gateann reports at DEBUG1 (sampled per partition). At recall 0: queries of the "
+               "build in partitions at the default L, unfiltered / `cat = 3`."]
             + [""] + footnotes(cand))
 
 
