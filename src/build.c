@@ -129,8 +129,8 @@ memory_need(const BuildState *bs, uint32 n, double scale)
 
 /*
  * Memory a build in partitions of n vectors needs besides its partitions:
- * per node its heap TID and two partition numbers (and its group while
- * they are chosen), the filter and tail rows (counted `scale`
+ * per node its heap TID, its partitions, places and new id
+ * (GATEANN_MERGE_NODE_BYTES), the filter and tail rows (counted `scale`
  * times), the codebook, the training sample and its scratch, and each
  * temporary file's buffer (nfiles of them).
  */
@@ -139,7 +139,7 @@ spill_resident(const BuildState *bs, uint32 n, double scale, int sample_rows, in
 {
 	Size		need;
 
-	need = (Size) n * (sizeof(ItemPointerData) + 3 * sizeof(uint16));
+	need = (Size) n * (sizeof(ItemPointerData) + GATEANN_MERGE_NODE_BYTES);
 	need += (Size) (scale * (gateann_filter_arena_bytes(&bs->arena) +
 							 (Size) bs->ntail * (sizeof(ItemPointerData) + sizeof(uint16)) +
 							 gateann_filter_arena_bytes(&bs->tail_arena)));
@@ -507,12 +507,14 @@ graph_progress(int pass, uint32 done, uint32 total)
 }
 
 /*
- * Serialise node `id` into rec (meta->record_size bytes): its vector, PQ
- * code and list (deg ids) as the graph's build left them.
+ * Serialise node `id` into rec (meta->record_size bytes): its heap TID,
+ * vector, PQ code and list (deg ids) as the graph's build left them, the
+ * filter values of its arena entry.
  */
 static void
 fill_record(const GateannMetaPageData *meta, char *rec, uint32 id, const BuildState *bs,
-			const float *vector, const uint8 *code, const uint32 *list, int deg)
+			ItemPointer tid, uint32 arena_entry, const float *vector, const uint8 *code,
+			const uint32 *list, int deg)
 {
 	GateannNodeHeader *hdr = GateannRecordHeader(rec);
 	uint32	   *nbrs = GateannRecordNeighbors(meta, rec);
@@ -521,7 +523,7 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id, const BuildSt
 	memset(rec, 0, meta->record_size);
 	hdr->node_id = id;
 	hdr->version = 1;
-	hdr->heap_tid = bs->tids[id];
+	hdr->heap_tid = *tid;
 	hdr->flags = 0;
 	hdr->nneighbors = (uint16) deg;
 	gateann_record_set_vector(meta, rec, vector);
@@ -529,8 +531,7 @@ fill_record(const GateannMetaPageData *meta, char *rec, uint32 id, const BuildSt
 	for (i = deg; i < meta->max_neighbors; i++)
 		nbrs[i] = InvalidNodeId;
 	memcpy(GateannRecordPQCode(meta, rec), code, gateann_pq_code_bytes(meta->pq_subspaces));
-	gateann_filter_write_record(meta, &bs->arena, bs->arena_id ? bs->arena_id[id] : id,
-								GateannRecordFilter(meta, rec));
+	gateann_filter_write_record(meta, &bs->arena, arena_entry, GateannRecordFilter(meta, rec));
 	gateann_record_seal(meta, rec);
 }
 
@@ -622,13 +623,17 @@ write_index(Relation index, ForkNumber fork, GateannMetaPageData *meta,
 	{
 		if (id < bs->n && merge != NULL)
 		{
+			uint32		heap_order;
 			int			deg;
 
-			gateann_merge_next(merge, id, vector, code, list, &deg);
-			fill_record(meta, rec, id, bs, vector, code, list, deg);
+			gateann_merge_next(merge, id, &heap_order, vector, code, list, &deg);
+			/* (its TID and filter values are in heap order) */
+			fill_record(meta, rec, id, bs, &bs->tids[heap_order], heap_order,
+						vector, code, list, deg);
 		}
 		else if (id < bs->n)
-			fill_record(meta, rec, id, bs, bs->vectors + (Size) id * meta->dims,
+			fill_record(meta, rec, id, bs, &bs->tids[id], bs->arena_id ? bs->arena_id[id] : id,
+						bs->vectors + (Size) id * meta->dims,
 						codes + (Size) id * gateann_pq_code_bytes(meta->pq_subspaces),
 						graph->adj + (Size) id * graph->capacity, graph->degree[id]);
 		else

@@ -13,10 +13,14 @@
  *   3. per partition: read its file, build its graph (graph.c, with its
  *      secondary members marked foreign), write each member's list with
  *      global ids to the partition's list file;
- *   4. (gateann_merge_next, as the caller writes records) read the next
- *      vector, code, and the node's one or two lists, in id order: every
- *      file is read front to back once.
- * Nothing is kept per node in memory but its two partition numbers.
+ *   4. (gateann_merge_next, as the caller writes records) the nodes in
+ *      their new order: partition by partition, group by group within one
+ *      (so that a search finds the nodes it touches in the in-memory stores
+ *      close together, as the in-memory build's locality order does), heap
+ *      order within a group; each node's vector, code and one or two lists
+ *      read where they are (forward within a partition's files, mostly).
+ * Per node, memory keeps its two partitions, its place in their list files
+ * and its new id both ways (GATEANN_MERGE_NODE_BYTES).
  */
 #include "postgres.h"
 
@@ -43,7 +47,7 @@ struct GateannMergePartition
 	uint32		members;		/* primaries and secondary members */
 	uint32		root;			/* a primary member: an entry point */
 	int			seed_group;		/* the group it was formed around */
-	BufFile    *vectors;		/* members' vectors, id order (pass 2-3) */
+	BufFile    *vectors;		/* members' vectors, heap order (pass 2-3) */
 	BufFile    *lists;			/* members' lists (pass 3-4) */
 };
 
@@ -64,6 +68,18 @@ file_read(BufFile *file, void *ptr, Size bytes)
 				(errcode_for_file_access(),
 				 errmsg("could not read from gateann build temporary file: read only %zu of %zu bytes",
 						got, (Size) bytes)));
+}
+
+/* Read bytes at byte position pos of file */
+static void
+file_read_at(BufFile *file, uint64 pos, void *ptr, Size bytes)
+{
+	if (BufFileSeekBlock(file, (long) (pos / BLCKSZ)) != 0 ||
+		BufFileSeek(file, 0, (off_t) (pos % BLCKSZ), SEEK_CUR) != 0)
+		ereport(ERROR,
+				(errcode_for_file_access(),
+				 errmsg("could not seek in gateann build temporary file")));
+	file_read(file, ptr, bytes);
 }
 
 static void
@@ -162,6 +178,9 @@ typedef struct Groups
 	/* how groups map to partitions: parts first_part .. + nsplit - 1 */
 	int			first_part[GATEANN_PQ_CENTROIDS];
 	int			nsplit[GATEANN_PQ_CENTROIDS];
+	/* the groups in the order partitions took them: the nodes' new order */
+	int			order[GATEANN_PQ_CENTROIDS];
+	int			norder;
 } Groups;
 
 static void
@@ -244,6 +263,7 @@ form_partitions(GateannMergeBuild *mb, Groups *gr, uint32 share)
 	int			nparts = 0;
 	int			g;
 
+	gr->norder = 0;
 	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
 	{
 		placed[g] = (gr->count[g] == 0);
@@ -270,6 +290,7 @@ form_partitions(GateannMergeBuild *mb, Groups *gr, uint32 share)
 							MAX_PARTITIONS, share, mb->spill->n),
 					 errhint("Increase maintenance_work_mem.")));
 		placed[seed] = true;
+		gr->order[gr->norder++] = seed;
 		gr->first_part[seed] = nparts;
 		gr->nsplit[seed] = s;
 		for (g = 0; g < s; g++)
@@ -305,6 +326,7 @@ form_partitions(GateannMergeBuild *mb, Groups *gr, uint32 share)
 			if (best < 0)
 				break;
 			placed[best] = true;
+			gr->order[gr->norder++] = best;
 			gr->first_part[best] = nparts - 1;
 			gr->nsplit[best] = 1;
 			total += gr->count[best];
@@ -351,17 +373,45 @@ assign_pass(GateannMergeBuild *mb, Groups *gr, uint32 capacity)
 	uint32		rank[GATEANN_PQ_CENTROIDS];
 	float		dist[GATEANN_PQ_CENTROIDS];
 	float	   *v = palloc(sizeof(float) * dims);
+	int			slot_start[GATEANN_PQ_CENTROIDS];
+	uint32	   *next_new = palloc(sizeof(uint32) * (mb->npartitions + GATEANN_PQ_CENTROIDS));
+	uint32	   *seen = palloc0(sizeof(uint32) * mb->npartitions);
+	uint32		at = 0;
+	int			nslots = 0;
 	uint32		id;
-	int			p;
+	int			k,
+				p;
 
 	memset(rank, 0, sizeof(rank));
 	mb->primary = palloc_extended(sizeof(uint16) * (Size) sp->n, MCXT_ALLOC_HUGE);
 	mb->secondary = palloc_extended(sizeof(uint16) * (Size) sp->n, MCXT_ALLOC_HUGE);
+	mb->primary_at = palloc_extended(sizeof(uint32) * (Size) sp->n, MCXT_ALLOC_HUGE);
+	mb->secondary_at = palloc_extended(sizeof(uint32) * (Size) sp->n, MCXT_ALLOC_HUGE);
+	mb->new_id = palloc_extended(sizeof(uint32) * (Size) sp->n, MCXT_ALLOC_HUGE);
+	mb->old_id = palloc_extended(sizeof(uint32) * (Size) sp->n, MCXT_ALLOC_HUGE);
 	for (p = 0; p < mb->npartitions; p++)
 	{
 		mb->parts[p].members = mb->parts[p].primaries;
 		mb->parts[p].vectors = BufFileCreateTemp(false);
 	}
+
+	/*
+	 * The new ids: a slot per (group, part of it) in the order partitions
+	 * took the groups, each as many ids as the part has nodes
+	 */
+	for (k = 0; k < gr->norder; k++)
+	{
+		int			g = gr->order[k];
+		int			j;
+
+		slot_start[g] = nslots;
+		for (j = 0; j < gr->nsplit[g]; j++)
+		{
+			next_new[nslots++] = at;
+			at += gr->nsplit[g] > 1 ? split_share(gr->count[g], gr->nsplit[g], j) : gr->count[g];
+		}
+	}
+	Assert(at == sp->n);
 	file_rewind(sp->file);
 	for (id = 0; id < sp->n; id++)
 	{
@@ -390,6 +440,11 @@ assign_pass(GateannMergeBuild *mb, Groups *gr, uint32 capacity)
 			q = NO_PARTITION;
 		mb->primary[id] = (uint16) p;
 		mb->secondary[id] = (uint16) q;
+		mb->primary_at[id] = seen[p]++;
+		mb->secondary_at[id] = q != NO_PARTITION ? seen[q]++ : 0;
+		k = slot_start[a] + (p - gr->first_part[a]);
+		mb->new_id[id] = next_new[k]++;
+		mb->old_id[mb->new_id[id]] = id;
 		gateann_buffile_write(mb->parts[p].vectors, v, sizeof(float) * dims);
 		if (q != NO_PARTITION)
 		{
@@ -406,6 +461,8 @@ assign_pass(GateannMergeBuild *mb, Groups *gr, uint32 capacity)
 		}
 	}
 	pfree(v);
+	pfree(next_new);
+	pfree(seen);
 	for (p = 0; p < mb->npartitions; p++)
 		mb->members += mb->parts[p].members;
 }
@@ -520,7 +577,7 @@ build_partition(GateannMergeBuild *mb, int p, bool first)
 				i;
 	int			e;
 
-	/* members in id order: the order their vectors were written in */
+	/* members in heap order: the order their vectors were written in */
 	i = 0;
 	for (id = 0; id < sp->n; id++)
 	{
@@ -595,7 +652,8 @@ gateann_merge_build(GateannMergeBuild *mb)
 	MemoryContext cxt,
 				partcxt,
 				oldcxt;
-	int			p;
+	int			e,
+				p;
 
 	if (mb->capacity < GATEANN_MERGE_MIN_PARTITION)
 		ereport(ERROR,
@@ -642,24 +700,30 @@ gateann_merge_build(GateannMergeBuild *mb)
 	}
 	MemoryContextDelete(partcxt);
 
-	/* the cursor */
-	file_rewind(sp->file);
-	file_rewind(mb->codes);
-	for (p = 0; p < mb->npartitions; p++)
-		file_rewind(mb->parts[p].lists);
+	/* the entry points by their new ids */
+	mb->medoid = mb->new_id[mb->medoid];
+	for (e = 0; e < mb->nentries; e++)
+		mb->entries[e] = mb->new_id[mb->entries[e]];
 	mb->list_buf = palloc(list_record_bytes(mb->R));
 }
 
-/* Read the next list of partition p into ids (R); returns its degree */
+/*
+ * The list at place `at` of partition p's list file into ids (R), with new
+ * ids; returns its degree
+ */
 static int
-read_list(GateannMergeBuild *mb, int p, uint32 *ids)
+read_list(GateannMergeBuild *mb, int p, uint32 at, uint32 *ids)
 {
 	char	   *rec = mb->list_buf;
 	uint16		deg;
+	int			k;
 
-	file_read(mb->parts[p].lists, rec, list_record_bytes(mb->R));
+	file_read_at(mb->parts[p].lists, (uint64) at * list_record_bytes(mb->R), rec,
+				 list_record_bytes(mb->R));
 	memcpy(&deg, rec, sizeof(uint16));
-	memcpy(ids, rec + sizeof(uint16), sizeof(uint32) * mb->R);
+	memcpy(ids, rec + sizeof(uint16), sizeof(uint32) * deg);
+	for (k = 0; k < deg; k++)
+		ids[k] = mb->new_id[ids[k]];
 	return deg;
 }
 
@@ -678,9 +742,11 @@ append_new(uint32 *list, int *n, uint32 id, uint32 self)
 }
 
 void
-gateann_merge_next(GateannMergeBuild *mb, uint32 id, float *vector, uint8 *code,
-				   uint32 *list, int *degree)
+gateann_merge_next(GateannMergeBuild *mb, uint32 id, uint32 *heap_order, float *vector,
+				   uint8 *code, uint32 *list, int *degree)
 {
+	uint32		old = mb->old_id[id];
+	Size		cb = gateann_pq_code_bytes(mb->pq->m);
 	uint32		mine[GATEANN_MAX_NEIGHBORS_LIMIT];
 	uint32		other[GATEANN_MAX_NEIGHBORS_LIMIT];
 	int			deg,
@@ -690,16 +756,18 @@ gateann_merge_next(GateannMergeBuild *mb, uint32 id, float *vector, uint8 *code,
 				i,
 				k;
 
-	file_read(mb->spill->file, vector, sizeof(float) * mb->spill->dims);
-	file_read(mb->codes, code, gateann_pq_code_bytes(mb->pq->m));
-	deg = read_list(mb, mb->primary[id], mine);
-	if (mb->secondary[id] == NO_PARTITION)
+	*heap_order = old;
+	file_read_at(mb->spill->file, (uint64) old * sizeof(float) * mb->spill->dims, vector,
+				 sizeof(float) * mb->spill->dims);
+	file_read_at(mb->codes, (uint64) old * cb, code, cb);
+	deg = read_list(mb, mb->primary[old], mb->primary_at[old], mine);
+	if (mb->secondary[old] == NO_PARTITION)
 	{
 		memcpy(list, mine, sizeof(uint32) * deg);
 		*degree = deg;
 		return;
 	}
-	odeg = read_list(mb, mb->secondary[id], other);
+	odeg = read_list(mb, mb->secondary[old], mb->secondary_at[old], other);
 
 	/*
 	 * The prefix the primary partition connected is kept whole (what makes

@@ -27,7 +27,7 @@
 
 #include "storage/buffile.h"
 
-/* The vectors of a build that left memory, in node id order */
+/* The vectors of a build that left memory, in the heap scan's order */
 typedef struct GateannSpill
 {
 	BufFile    *file;			/* n rows of dims floats */
@@ -89,26 +89,34 @@ typedef struct GateannMergeBuild
 	Size		peak_memory;	/* memory_root's most, sampled per partition */
 
 	/* private */
-	BufFile    *codes;			/* n codes, node id order */
+	BufFile    *codes;			/* n codes, heap order */
 	uint16	   *primary;		/* n: each node's partition */
 	uint16	   *secondary;		/* n: its other one, or NO_PARTITION */
+	uint32	   *primary_at;		/* n: its place among primary's members */
+	uint32	   *secondary_at;	/* n: and among secondary's */
+	uint32	   *new_id;			/* n: heap order -> the index's node id */
+	uint32	   *old_id;			/* n: the reverse */
 	GateannMergePartition *parts;
 	char	   *list_buf;		/* scratch for the cursor */
 } GateannMergeBuild;
 
 /*
  * Encode and partition the spilled vectors, build every partition's graph;
- * afterwards gateann_merge_next gives the nodes in id order.  Errors when
+ * afterwards gateann_merge_next gives the nodes in their new order.  Errors when
  * the budget cannot hold a partition of GATEANN_MERGE_MIN_PARTITION.
  */
 extern void gateann_merge_build(GateannMergeBuild *mb);
 
 /*
- * Node `id` (called for 0, 1, ... in order): its vector (dims floats), PQ
- * code, merged list (room for R) and degree.
+ * Node `id` of the index (called for 0, 1, ... in order): its place in the
+ * heap scan's order (of the caller's TIDs and filter values), its vector
+ * (dims floats), PQ code, merged list (room for R) and degree.
  */
-extern void gateann_merge_next(GateannMergeBuild *mb, uint32 id, float *vector, uint8 *code,
-							   uint32 *list, int *degree);
+extern void gateann_merge_next(GateannMergeBuild *mb, uint32 id, uint32 *heap_order,
+							   float *vector, uint8 *code, uint32 *list, int *degree);
+
+/* Memory per node of a build in partitions besides its TID and filter values */
+#define GATEANN_MERGE_NODE_BYTES	(2 * sizeof(uint16) + 4 * sizeof(uint32) + 1)
 
 /* Close the temporary files */
 extern void gateann_merge_end(GateannMergeBuild *mb);
