@@ -235,9 +235,10 @@ CREATE INDEX t{t}_idx ON t{t} USING gateann (v {ops[self.tables[t]['metric']]}, 
 """
         self.counts["inputs"] += n + 1
         out, err, _ = self.psql(sql, check=False)
-        least = re.search(r"at least (\d+) MB to build the index in partitions", err)
+        least = re.search(r"needs more than maintenance_work_mem[^\n]*\n(?:.*\n)*?HINT:.*?at least (\d+) MB", err)
         if partitions and least:
-            # too little even in partitions: the hint's figure must do
+            # too little even in partitions (or, past the rows that went to
+            # partitions, the filter values): the hint's first figure must do
             _, err, _ = self.psql(f"SET maintenance_work_mem = '{least.group(1)}MB';\n"
                                   f"CREATE INDEX t{t}_idx ON t{t} USING gateann "
                                   f"(v {ops[self.tables[t]['metric']]}, a, b, tags, flag, f, d, m){with_};",
