@@ -275,13 +275,13 @@ check_memory_after_scan(BuildState *bs)
 static void
 grow_arrays(BuildState *bs)
 {
-	Size		per_row = bs->spill != NULL ? sizeof(ItemPointerData) :
-		sizeof(float) * bs->dims + sizeof(ItemPointerData) + bs->per_node_graph_bytes;
+	Size		per_row = sizeof(float) * bs->dims + sizeof(ItemPointerData) +
+		bs->per_node_graph_bytes;
 	uint32		newcap = bs->capacity == 0 ? 64 : bs->capacity * 2;
 
 	if (bs->spill != NULL)
 	{
-		/* only the heap TIDs stay in memory */
+		/* only the heap TIDs stay in memory (check_memory bounds them) */
 		bs->tids = repalloc_huge(bs->tids, sizeof(ItemPointerData) * (Size) newcap);
 		bs->capacity = newcap;
 		return;
