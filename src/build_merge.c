@@ -538,25 +538,6 @@ partition_progress(int pass, uint32 done, uint32 total)
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, (int64) at);
 }
 
-/* Local index of global id `id` in the sorted members[0..n), or -1 */
-static int64
-local_id(const uint32 *members, uint32 n, uint32 id)
-{
-	uint32		lo = 0,
-				hi = n;
-
-	while (lo < hi)
-	{
-		uint32		mid = lo + (hi - lo) / 2;
-
-		if (members[mid] < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return (lo < n && members[lo] == id) ? (int64) lo : -1;
-}
-
 static void
 build_partition(GateannMergeBuild *mb, int p, bool first)
 {
@@ -577,10 +558,15 @@ build_partition(GateannMergeBuild *mb, int p, bool first)
 				i;
 	int			e;
 
-	/* members in heap order: the order their vectors were written in */
+	/*
+	 * members in heap order: the order their vectors were written in, and
+	 * what primary_at / secondary_at count
+	 */
 	i = 0;
 	for (id = 0; id < sp->n; id++)
 	{
+		if ((id & 65535) == 0)
+			CHECK_FOR_INTERRUPTS();
 		if (mb->primary[id] == p)
 			members[i++] = id;
 		else if (mb->secondary[id] == p)
@@ -596,14 +582,10 @@ build_partition(GateannMergeBuild *mb, int p, bool first)
 	part->vectors = NULL;
 
 	/* its root first, then the index's other entry points among its own */
-	entries[nentries++] = (uint32) local_id(members, n, part->root);
+	entries[nentries++] = mb->primary_at[part->root];
 	for (e = 0; e < mb->nentries; e++)
-	{
-		int64		l = local_id(members, n, mb->entries[e]);
-
-		if (l >= 0 && mb->primary[mb->entries[e]] == p && mb->entries[e] != part->root)
-			entries[nentries++] = (uint32) l;
-	}
+		if (mb->primary[mb->entries[e]] == p && mb->entries[e] != part->root)
+			entries[nentries++] = mb->primary_at[mb->entries[e]];
 
 	memset(&graph, 0, sizeof(graph));
 	graph.dims = dims;

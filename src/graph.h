@@ -34,10 +34,10 @@ typedef struct GateannGraph
 	/*
 	 * A partition of a build in partitions (build_merge.c): its members whose
 	 * bit is set here belong to another partition, which decides how they
-	 * are reached, and keep only the longer edges this one gives them.  The
-	 * repair neither links them nor walks through them; the medoid is the
-	 * caller's first entry point, one of the whole index's.  NULL: a whole
-	 * graph.
+	 * are reached and their lists' prefixes; this one's lists add them edges
+	 * into it.  The repair neither links them nor walks through them; the
+	 * medoid is the caller's first entry point, one of the whole index's.
+	 * NULL: a whole graph.
 	 */
 	const uint8 *foreign;		/* n bits, or NULL */
 	uint32		medoid;
