@@ -190,10 +190,129 @@ case_best_first(void)
 		  "limited walk: %d expansions, list %u,%u\n", w.nexp, l[0].id, l[1].id);
 }
 
+/*
+ * A random graph whose nodes have more neighbors than one merge batch takes
+ * and distances on a coarse grid (ties): the walk, which merges each
+ * expansion as a sorted batch, expands the same nodes in the same order and
+ * ends with the same list as a walk inserting neighbors one by one.
+ */
+#define RG_NODES	300
+#define RG_DEGREE	200
+
+typedef struct RandomWalk
+{
+	uint16_t	adj[RG_NODES][RG_DEGREE];
+	int			deg[RG_NODES];
+	float		dist[RG_NODES];
+	uint8_t		seen[RG_NODES];
+	uint32_t	order[RG_NODES];
+	int			nexp;
+} RandomWalk;
+
+static int
+random_expand(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
+{
+	RandomWalk *w = arg;
+	int			i,
+				n = 0;
+
+	(void) dist;
+	w->order[w->nexp++] = id;
+	for (i = 0; i < w->deg[id]; i++)
+	{
+		uint32_t	nb = w->adj[id][i];
+
+		if (w->seen[nb])
+			continue;
+		w->seen[nb] = 1;
+		ids[n] = nb;
+		dists[n++] = w->dist[nb];
+	}
+	return n;
+}
+
+/* The walk as it was before batches: one insertion per neighbor */
+static int
+walk_one_by_one(GateannCandidate *list, int size, int L, RandomWalk *w, uint32_t *ids,
+				float *dists)
+{
+	int			first = 0;
+
+	for (;;)
+	{
+		int			n,
+					i;
+
+		while (first < size && list[first].expanded)
+			first++;
+		if (first >= size)
+			break;
+		list[first].expanded = 1;
+		n = random_expand(w, list[first].id, list[first].dist, ids, dists);
+		for (i = 0; i < n; i++)
+		{
+			int			pos = gateann_candidate_insert(list, &size, L, ids[i], dists[i]);
+
+			if (pos >= 0 && pos < first)
+				first = pos;
+		}
+	}
+	return size;
+}
+
+static void
+case_best_first_batches(void)
+{
+	static RandomWalk w,
+				ref;
+	TestRng		rng = {777};
+	int			round;
+
+	for (round = 0; round < 200; round++)
+	{
+		GateannCandidate l[64],
+					lref[64];
+		uint32_t	ids[RG_DEGREE];
+		float		dists[RG_DEGREE];
+		int			L = 1 + (int) (trng_next(&rng) % 60);
+		int			n = 0,
+					nref = 0,
+					size,
+					sref,
+					i,
+					j;
+
+		memset(&w, 0, sizeof(w));
+		for (i = 0; i < RG_NODES; i++)
+		{
+			w.dist[i] = (float) (trng_next(&rng) % 20);
+			w.deg[i] = (int) (trng_next(&rng) % (RG_DEGREE + 1));
+			for (j = 0; j < w.deg[i]; j++)
+				w.adj[i][j] = (uint16_t) (trng_next(&rng) % RG_NODES);
+		}
+		ref = w;
+		w.seen[0] = ref.seen[0] = 1;
+		gateann_candidate_insert(l, &n, L, 0, w.dist[0]);
+		gateann_candidate_insert(lref, &nref, L, 0, w.dist[0]);
+		size = gateann_best_first(l, n, L, -1, random_expand, &w, ids, dists);
+		sref = walk_one_by_one(lref, nref, L, &ref, ids, dists);
+		CHECK(size == sref && w.nexp == ref.nexp,
+			  "round %d: list %d / %d, %d / %d expansions\n", round, size, sref, w.nexp, ref.nexp);
+		for (i = 0; i < w.nexp && i < ref.nexp; i++)
+			CHECK(w.order[i] == ref.order[i], "round %d: expansion %d is %u, one by one %u\n",
+				  round, i, w.order[i], ref.order[i]);
+		for (i = 0; i < size && i < sref; i++)
+			CHECK(l[i].id == lref[i].id, "round %d: entry %d is %u, one by one %u\n",
+				  round, i, l[i].id, lref[i].id);
+	}
+}
+
 void
 run_search_tests(void)
 {
 	RUN_CASE("search: candidate list order, ties, a full list", case_candidate_insert());
 	RUN_CASE("search: a batch merge equals inserting one by one; drops", case_candidate_merge());
 	RUN_CASE("search: best-first walk order, scan point, expansion limit", case_best_first());
+	RUN_CASE("search: a walk merging expansions in batches equals one by one",
+			 case_best_first_batches());
 }
