@@ -66,8 +66,8 @@ MODES = (("in_memory", "in memory"), ("partitions", "in partitions"))
 
 # the build's progress sub-phases (src/gateann.h, gateann_buildphasename)
 PHASES = {2: "scanning table", 3: "training PQ codebook", 8: "ordering nodes by cluster",
-          4: "encoding PQ codes", 5: "building graph (pass 1 of 2)",
-          6: "building graph (pass 2 of 2)", 9: "assigning vectors to partitions",
+          4: "encoding PQ codes", 5: "building graph", 6: "building graph (second pass)",
+          11: "building graph (third pass)", 9: "assigning vectors to partitions",
           10: "building graph partitions", 7: "writing index pages"}
 RE_NOTICE = re.compile(r'gateann index "[^"]*" does not fit in maintenance_work_mem after '
                        r'(\d+) rows: building it in partitions')

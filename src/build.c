@@ -500,7 +500,8 @@ graph_progress(int pass, uint32 done, uint32 total)
 	if (pass != current_pass || done == 0)
 	{
 		current_pass = pass;
-		report_phase(pass == 1 ? GATEANN_PHASE_GRAPH_PASS1 : GATEANN_PHASE_GRAPH_PASS2,
+		report_phase(pass == 1 ? GATEANN_PHASE_GRAPH_PASS1 :
+					 pass == 2 ? GATEANN_PHASE_GRAPH_PASS2 : GATEANN_PHASE_GRAPH_PASS3,
 					 total);
 	}
 	pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, done);

@@ -384,9 +384,11 @@ gateann_buildphasename(int64 phasenum)
 		case GATEANN_PHASE_ENCODE:
 			return "encoding PQ codes";
 		case GATEANN_PHASE_GRAPH_PASS1:
-			return "building graph (pass 1 of 2)";
+			return "building graph";
 		case GATEANN_PHASE_GRAPH_PASS2:
-			return "building graph (pass 2 of 2)";
+			return "building graph (second pass)";
+		case GATEANN_PHASE_GRAPH_PASS3:
+			return "building graph (third pass)";
 		case GATEANN_PHASE_PARTITION:
 			return "assigning vectors to partitions";
 		case GATEANN_PHASE_PARTITION_GRAPH:

@@ -344,6 +344,8 @@ typedef enum GateannRecordPrecision
 /* a build in partitions (build_merge.h), in place of ENCODE .. PASS2 */
 #define GATEANN_PHASE_PARTITION		9
 #define GATEANN_PHASE_PARTITION_GRAPH	10
+/* the graph's third pass (graph.h: one pass where it is enough, else two after a first) */
+#define GATEANN_PHASE_GRAPH_PASS3	11
 
 /* GUCs (gateann.c) */
 extern int	gateann_search_list_size;

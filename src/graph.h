@@ -1,6 +1,6 @@
 /*
- * graph.h — in-memory Vamana graph construction (DiskANN's two-pass build
- * with robust prune) over full-precision vectors.
+ * graph.h — in-memory Vamana graph construction (one pass, or DiskANN's
+ * two, with robust prune) over full-precision vectors.
  */
 #ifndef GATEANN_GRAPH_H
 #define GATEANN_GRAPH_H
@@ -113,7 +113,32 @@ extern void gateann_graph_complete(GateannGraph *graph, GateannGraphScratch *scr
 								   int L, float alpha, int r_max, bool choose_r_max);
 
 /*
- * Serial build: pass 1 at alpha 1.0, pass 2 at alpha, then
+ * A stretch of the build's visits: order[from..to) with this list and alpha.
+ * Zeroed, the start of a build; gateann_graph_next_step moves it on.
+ */
+typedef struct GateannGraphStep
+{
+	int			stage;			/* where the plan is (graph.c) */
+	int			pass;			/* 1, 2 or 3: what progress reports */
+	float		alpha;
+	int			L;
+	uint32		from;
+	uint32		to;
+} GateannGraphStep;
+
+/*
+ * The next stretch of visits of a build with list L and alpha, or false when
+ * the graph needs no more: one pass at alpha with half the list when probes
+ * after its first quarter and at its end say it is enough, else two passes
+ * (alpha 1, then alpha, with the whole list) over emptied lists (graph.c).
+ * Probes the graph and may empty its lists: call it with no other process
+ * visiting.
+ */
+extern bool gateann_graph_next_step(GateannGraph *graph, GateannGraphStep *step, int L,
+									float alpha);
+
+/*
+ * Serial build: the passes gateann_graph_next_step gives, then
  * gateann_graph_complete.  Allocates adj/degree/order; entries as
  * gateann_graph_init.  progress(pass, done, total) is called every few
  * hundred nodes (it may CHECK_FOR_INTERRUPTS).

@@ -3,12 +3,14 @@
  *
  * The leader copies the vectors, and writes their 8-bit copy (graph.h), into
  * a dynamic shared memory segment next to the adjacency arrays and one
- * spinlock per node, then runs each of the two passes with its workers:
- * every participant claims chunks of the shared visiting order from an
- * atomic counter and runs the same gateann_graph_visit() the serial build
- * uses.  Between passes the workers are relaunched (the second pass must
- * see the whole first-pass graph).  Workers only compute: they touch no
- * relation and write no WAL.
+ * spinlock per node, then runs each stretch of visits the build's plan
+ * gives (gateann_graph_next_step: one pass, or two) with its workers: every
+ * participant claims chunks of the shared visiting order from an atomic
+ * counter and runs the same gateann_graph_visit() the serial build uses.
+ * Between stretches the workers are relaunched: the leader alone probes
+ * the graph (and may empty it) in between, and a second pass must see the
+ * whole first-pass graph.  Workers only compute: they touch no relation and
+ * write no WAL.
  */
 #include "postgres.h"
 
@@ -31,14 +33,17 @@ typedef struct GraphShared
 	uint32		n;
 	int			dims;
 	int			R;
-	int			L;
-	float		alpha;			/* of the current pass */
+	int			L;				/* the build's list: scratch sizes */
+	int			step_L;			/* the current stretch's list */
+	float		alpha;			/* of the current stretch */
 	int			pass;
+	uint32		to;				/* the current stretch ends before order[to] */
 	uint32		medoid;
 	int			nentries;
 	uint32		entries[GATEANN_MAX_ENTRIES];
 	pg_atomic_uint32 next;		/* next index into order[] to claim */
-	pg_atomic_uint32 done;		/* visited in this pass */
+	pg_atomic_uint32 done;		/* order[] up to here visited, less claims
+								 * in flight */
 
 	/* array offsets from the start of this struct */
 	Size		vectors_off;
@@ -125,11 +130,11 @@ run_pass(GraphShared *sh, GateannGraph *g, GateannGraphScratch *s,
 		uint32		i;
 		uint32		done;
 
-		if (start >= sh->n)
+		if (start >= sh->to)
 			break;
-		end = Min(start + CLAIM_CHUNK, sh->n);
+		end = Min(start + CLAIM_CHUNK, sh->to);
 		for (i = start; i < end; i++)
-			gateann_graph_visit(g, s, g->order[i], sh->L, sh->alpha);
+			gateann_graph_visit(g, s, g->order[i], sh->step_L, sh->alpha);
 		done = pg_atomic_add_fetch_u32(&sh->done, end - start);
 		if (progress)
 			progress(sh->pass, done, sh->n);
@@ -161,7 +166,8 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 	GraphShared *sh;
 	GateannGraph g;
 	GateannGraphScratch *s;
-	int			pass;
+	GateannGraphStep step = {0};
+	bool		launched = false;
 	int			cap = gateann_graph_capacity(graph->R);
 
 	layout_shared(&layout, graph);
@@ -200,19 +206,22 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 	shm_toc_insert(pcxt->toc, PARALLEL_KEY_GRAPH, sh);
 
 	s = gateann_graph_scratch_create(&g, L);
-	for (pass = 1; pass <= 2; pass++)
+	while (gateann_graph_next_step(&g, &step, L, alpha))
 	{
-		sh->pass = pass;
-		sh->alpha = (pass == 1) ? 1.0f : alpha;
-		pg_atomic_write_u32(&sh->next, 0);
-		pg_atomic_write_u32(&sh->done, 0);
-		if (pass > 1)
+		sh->pass = step.pass;
+		sh->alpha = step.alpha;
+		sh->step_L = step.L;
+		sh->to = step.to;
+		pg_atomic_write_u32(&sh->next, step.from);
+		pg_atomic_write_u32(&sh->done, step.from);
+		if (launched)
 			ReinitializeParallelDSM(pcxt);
 		LaunchParallelWorkers(pcxt);
-		elog(DEBUG1, "gateann: building the graph, pass %d, with %d of %d parallel workers launched",
-			 pass, pcxt->nworkers_launched, nworkers);
+		launched = true;
+		elog(DEBUG1, "gateann: building the graph, pass %d (nodes %u to %u), with %d of %d parallel workers launched",
+			 step.pass, step.from, step.to, pcxt->nworkers_launched, nworkers);
 		if (progress)
-			progress(pass, 0, sh->n);
+			progress(step.pass, step.from, sh->n);
 		run_pass(sh, &g, s, progress);
 		WaitForParallelWorkersToFinish(pcxt);
 	}

@@ -51,7 +51,7 @@ DROP INDEX ${table}_idx;
 	return 'serial'
 	  if $log =~ /gateann: building the graph serially: the planner chose no parallel workers/;
 	return $1
-	  if $log =~ /gateann: building the graph, pass 1, with \d+ of (\d+) parallel workers launched/;
+	  if $log =~ /gateann: building the graph, pass 1 \(nodes \d+ to \d+\), with \d+ of (\d+) parallel workers launched/;
 	return 'unknown';
 }
 
