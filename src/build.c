@@ -330,6 +330,21 @@ add_tail_row(BuildState *bs, ItemPointer tid, Datum *values, bool *isnull, uint1
 	(void) check_memory(bs, bs->n);
 }
 
+/* The first vector's dimensions: what every node will cost */
+static void
+set_dimensions(BuildState *bs, int dims)
+{
+	bs->dims = dims;
+	/*
+	 * graph arrays, visit stamps and the 8-bit copy per node; the search
+	 * scratch is fixed
+	 */
+	bs->per_node_graph_bytes = gateann_graph_array_bytes(1, bs->max_neighbors) +
+		sizeof(uint32) + dims;
+	bs->pq_m = Min(bs->pq_option > 0 ? bs->pq_option :
+				   gateann_pq_default_subspaces(dims), dims);
+}
+
 static void
 build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 			   bool tupleIsAlive, void *state)
@@ -356,17 +371,7 @@ build_callback(Relation index, ItemPointer tid, Datum *values, bool *isnull,
 	v = gateann_vector_from_datum(&bs->reader, values[0], &dims);
 
 	if (bs->dims == 0)
-	{
-		bs->dims = dims;
-		/*
-		 * graph arrays, visit stamps and the 8-bit copy per node; the search
-		 * scratch is fixed
-		 */
-		bs->per_node_graph_bytes = gateann_graph_array_bytes(1, bs->max_neighbors) +
-			sizeof(uint32) + dims;
-		bs->pq_m = Min(bs->pq_option > 0 ? bs->pq_option :
-					   gateann_pq_default_subspaces(dims), dims);
-	}
+		set_dimensions(bs, dims);
 	else if (dims != bs->dims && !tupleIsAlive)
 	{
 		/* a deleted row nobody new will see: not worth failing the build */
@@ -1148,6 +1153,30 @@ build_in_partitions(BuildState *bs, const GateannOptions *opts, GateannMetaPageD
 		 merge->npartitions, merge->peak_memory / 1024, bs->memory_limit / 1024);
 }
 
+/*
+ * The graph of an index built in memory: with workers when the planner
+ * chose some and the shared copy fits, else serially; then the recall probe
+ * (its figure in the metapage, a NOTICE when low).
+ */
+static void
+build_graph_in_memory(BuildState *bs, Relation index, GateannOptions *opts,
+					  GateannMetaPageData *meta, GateannGraph *graph, uint32 *entries,
+					  int nentries, int nworkers)
+{
+	memset(graph, 0, sizeof(*graph));
+	graph->dims = bs->dims;
+	graph->n = bs->n;
+	graph->vectors = bs->vectors;
+	graph->R = opts->max_neighbors;
+	if (!build_graph_parallel(bs, graph, opts, entries, nentries, nworkers))
+		gateann_graph_build(graph, entries, nentries, opts->build_search_list_size,
+							(float) opts->alpha, gateann_build_tunnel_neighbors(opts),
+							gateann_build_chooses_tunnel_neighbors(opts),
+							graph_progress);
+	meta->tunnel_neighbors = graph->r_max;
+	probe_build_recall(index, graph, opts->build_search_list_size, meta);
+}
+
 IndexBuildResult *
 gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -1227,18 +1256,7 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		}
 
 		/* 3. graph */
-		memset(&graph, 0, sizeof(graph));
-		graph.dims = bs.dims;
-		graph.n = bs.n;
-		graph.vectors = bs.vectors;
-		graph.R = opts->max_neighbors;
-		if (!build_graph_parallel(&bs, &graph, opts, entries, nentries, nworkers))
-			gateann_graph_build(&graph, entries, nentries, opts->build_search_list_size,
-								(float) opts->alpha, gateann_build_tunnel_neighbors(opts),
-								gateann_build_chooses_tunnel_neighbors(opts),
-								graph_progress);
-		meta.tunnel_neighbors = graph.r_max;
-		probe_build_recall(index, &graph, opts->build_search_list_size, &meta);
+		build_graph_in_memory(&bs, index, opts, &meta, &graph, entries, nentries, nworkers);
 	}
 
 	/* 4. pages */
