@@ -1366,12 +1366,13 @@ def t_build_speed(runs):
     for r in of_kind(runs, "build_speed"):
         if (r.get("settings") or {}).get("gateann_with"):
             continue            # the default build only
+        n = (r.get("settings") or {}).get("n")
         for b in r.get("builds", []):
-            key = (b.get("shape"), b.get("workers"))
+            key = (b.get("shape"), n, b.get("workers"))
             if key in seen or not b.get("build_s"):
                 continue
             seen.add(key)
-            rows.append((r, b))
+            rows.append((r, dict(b, n=n)))
             if r not in used:
                 used.append(r)
     if not rows:
@@ -1379,7 +1380,8 @@ def t_build_speed(runs):
     order = {name: i for i, name in enumerate(
         "current_128 sentences_384 clusters_tight_128 clusters_wide_384 anisotropic_128 "
         "duplicates_128 gauss_128".split())}
-    rows.sort(key=lambda rb: (order.get(rb[1]["shape"], 99), rb[1]["shape"], rb[1]["workers"]))
+    rows.sort(key=lambda rb: (-(rb[1]["n"] or 0), order.get(rb[1]["shape"], 99), rb[1]["shape"],
+                              rb[1]["workers"]))
     out = []
     for r, b in rows:
         secs = b["build_s"]
@@ -1394,11 +1396,12 @@ def t_build_speed(runs):
             p = pts.get(e, {}).get(L)
             return "–" if p is None else str(p["zero"])
         ratio = f"**{g / h:.2f}×**" if g and h and g > h else (f"{g / h:.2f}×" if g and h else "–")
-        out.append([b["shape"], b["metric"], str(b["workers"]), fms(g), fms(h), ratio, fms(v),
+        out.append([rows_label(b["n"]), b["shape"], b["metric"], str(b["workers"]), fms(g), fms(h),
+                    ratio, fms(v),
                     f"{rec('gateann', 40)} / {rec('pgvector', 40)}",
                     f"{rec('gateann', 100)} / {rec('pgvector', 100)}",
                     f"{zero('gateann', 100)} / {zero('pgvector', 100)}", ref(r)])
-    return (table(["shape", "metric", "workers", "gateann s", "HNSW s", "gateann / HNSW",
+    return (table(["rows", "shape", "metric", "workers", "gateann s", "HNSW s", "gateann / HNSW",
                    "VectorChord s", "recall L = 40: gateann / HNSW",
                    "recall L = 100: gateann / HNSW", "at recall 0, L = 100", "run"], out)
             + ["", "Workers: max_parallel_maintenance_workers for the build (0: serial; 1: the "
