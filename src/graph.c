@@ -768,11 +768,12 @@ order_for_tunneling(GateannGraph *g, GateannGraphScratch *s, uint32 i, int r_max
 }
 
 void
-gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r_max)
+gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r_max,
+					 uint32 from, uint32 to)
 {
 	uint32		i;
 
-	for (i = 0; i < g->n; i++)
+	for (i = from; i < to; i++)
 	{
 		int			deg = g->degree[i];
 		uint32	   *nbrs = neighbors_of(g, i);
@@ -1179,12 +1180,13 @@ gateann_graph_probe_recall(const GateannGraph *g, const int *lists, int nlists,
 
 void
 gateann_graph_complete(GateannGraph *g, GateannGraphScratch *s, int L, float alpha,
-					   int r_max, bool choose_r_max)
+					   int r_max, bool choose_r_max, bool finished)
 {
 	uint32		linked;
 
 	r_max = Max(1, Min(r_max, g->R));
-	gateann_graph_finish(g, s, alpha, r_max);
+	if (!finished)
+		gateann_graph_finish(g, s, alpha, r_max, 0, g->n);
 	linked = gateann_graph_connect(g, s, L, r_max);
 	elog(DEBUG1, "gateann build: %u nodes linked to be reachable over %d neighbors",
 		 linked, r_max);
@@ -1344,7 +1346,7 @@ gateann_graph_build(GateannGraph *g, const uint32 *entries, int nentries, int L,
 		if (progress)
 			progress(step.pass, step.to, g->n);
 	}
-	gateann_graph_complete(g, s, L, alpha, r_max, choose_r_max);
+	gateann_graph_complete(g, s, L, alpha, r_max, choose_r_max, false);
 }
 
 /*

@@ -84,12 +84,14 @@ extern void gateann_graph_visit(GateannGraph *graph, GateannGraphScratch *scratc
 								uint32 p, int L, float alpha);
 
 /*
- * Prune lists that grew past R into their slack, and order every list so
- * that its first r_max neighbors (the in-memory neighbor store's share) are
- * a navigable subset (single process).
+ * Prune the lists of nodes from..to-1 that grew past R into their slack,
+ * and order each so that its first r_max neighbors (the in-memory neighbor
+ * store's share) are a navigable subset.  A node's step reads the vectors
+ * and changes only its own list: processes may finish disjoint ranges at
+ * once.
  */
 extern void gateann_graph_finish(GateannGraph *graph, GateannGraphScratch *scratch,
-								 float alpha, int r_max);
+								 float alpha, int r_max, uint32 from, uint32 to);
 
 /*
  * Make every node reachable from the entry points over the first r_max
@@ -103,14 +105,15 @@ extern uint32 gateann_graph_connect(GateannGraph *graph, GateannGraphScratch *sc
 									int L, int r_max);
 
 /*
- * After both passes: finish and connect with r_max, then set graph->r_max
- * to r_max, or when choose_r_max to R if tunneling over that prefix of each
- * list finds clearly less than tunneling over whole lists (a probe of the
- * graph's own nodes).  The graph does not depend on the choice (single
- * process).
+ * After the passes: finish (unless `finished`: the caller did) and connect
+ * with r_max, then set graph->r_max to r_max, or when choose_r_max to R if
+ * tunneling over that prefix of each list finds clearly less than tunneling
+ * over whole lists (a probe of the graph's own nodes).  The graph does not
+ * depend on the choice (single process).
  */
 extern void gateann_graph_complete(GateannGraph *graph, GateannGraphScratch *scratch,
-								   int L, float alpha, int r_max, bool choose_r_max);
+								   int L, float alpha, int r_max, bool choose_r_max,
+								   bool finished);
 
 /*
  * A stretch of the build's visits: order[from..to) with this list and alpha.

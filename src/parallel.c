@@ -9,7 +9,9 @@
  * counter and runs the same gateann_graph_visit() the serial build uses.
  * Between stretches the workers are relaunched: the leader alone probes
  * the graph (and may empty it) in between, and a second pass must see the
- * whole first-pass graph.  Workers only compute: they touch no relation and
+ * whole first-pass graph.  A last stretch finishes the lists (their last
+ * prune and tunneling order: each node's own list, by node id); the leader
+ * then makes every node reachable alone.  Workers only compute: they touch no relation and
  * write no WAL.
  */
 #include "postgres.h"
@@ -38,6 +40,9 @@ typedef struct GraphShared
 	float		alpha;			/* of the current stretch */
 	int			pass;
 	uint32		to;				/* the current stretch ends before order[to] */
+	bool		finishing;		/* the stretch finishes lists (node ids from
+								 * next to `to`) instead of visiting */
+	int			r_max;			/* of gateann_graph_finish */
 	uint32		medoid;
 	int			nentries;
 	uint32		entries[GATEANN_MAX_ENTRIES];
@@ -133,10 +138,13 @@ run_pass(GraphShared *sh, GateannGraph *g, GateannGraphScratch *s,
 		if (start >= sh->to)
 			break;
 		end = Min(start + CLAIM_CHUNK, sh->to);
-		for (i = start; i < end; i++)
-			gateann_graph_visit(g, s, g->order[i], sh->step_L, sh->alpha);
+		if (sh->finishing)
+			gateann_graph_finish(g, s, sh->alpha, sh->r_max, start, end);
+		else
+			for (i = start; i < end; i++)
+				gateann_graph_visit(g, s, g->order[i], sh->step_L, sh->alpha);
 		done = pg_atomic_add_fetch_u32(&sh->done, end - start);
-		if (progress)
+		if (progress && !sh->finishing)
 			progress(sh->pass, done, sh->n);
 		else
 			CHECK_FOR_INTERRUPTS();
@@ -225,7 +233,20 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 		run_pass(sh, &g, s, progress);
 		WaitForParallelWorkersToFinish(pcxt);
 	}
-	gateann_graph_complete(&g, s, L, alpha, r_max, choose_r_max);
+
+	/* the lists' last prune and tunneling order, node by node, with the workers */
+	sh->finishing = true;
+	sh->alpha = alpha;
+	sh->r_max = Max(1, Min(r_max, graph->R));
+	sh->to = sh->n;
+	pg_atomic_write_u32(&sh->next, 0);
+	pg_atomic_write_u32(&sh->done, 0);
+	if (launched)
+		ReinitializeParallelDSM(pcxt);
+	LaunchParallelWorkers(pcxt);
+	run_pass(sh, &g, s, progress);
+	WaitForParallelWorkersToFinish(pcxt);
+	gateann_graph_complete(&g, s, L, alpha, r_max, choose_r_max, true);
 
 	/* hand the result back in private memory: the segment goes away */
 	graph->capacity = cap;
