@@ -11,8 +11,8 @@
  * the graph (and may empty it) in between, and a second pass must see the
  * whole first-pass graph.  A last stretch finishes the lists (their last
  * prune and tunneling order: each node's own list, by node id); the leader
- * then makes every node reachable alone.  Workers only compute: they touch no relation and
- * write no WAL.
+ * then makes every node reachable alone.  Workers only compute: they touch
+ * no relation and write no WAL.
  */
 #include "postgres.h"
 
