@@ -728,6 +728,29 @@ gateann_graph_scratch_create(const GateannGraph *g, int L)
 }
 
 /*
+ * A probe's scratch, given back when it is done: its visit stamps alone are
+ * 4 bytes a node, and a build probes up to four times beside its own scratch
+ */
+static void
+scratch_free(GateannGraphScratch *s)
+{
+	pfree(s->stamp);
+	pfree(s->pool);
+	pfree(s->nb_ids);
+	pfree(s->nb_dists);
+	pfree(s->expanded);
+	pfree(s->prune_cands);
+	pfree(s->occlusion);
+	pfree(s->checked);
+	pfree(s->prune_out);
+	pfree(s->prune_pos);
+	pfree(s->list_copy);
+	pfree(s->seeds);
+	pfree(s->query_low);
+	pfree(s);
+}
+
+/*
  * Put the neighbors tunneling will use first.  The in-memory neighbor store
  * keeps only the first R_max neighbors of each node, and a list kept in
  * distance order would give it only the shortest edges: on clustered data a
@@ -773,6 +796,7 @@ gateann_graph_finish(GateannGraph *g, GateannGraphScratch *s, float alpha, int r
 {
 	uint32		i;
 
+	r_max = Max(1, Min(r_max, g->R));
 	for (i = from; i < to; i++)
 	{
 		int			deg = g->degree[i];
@@ -1113,6 +1137,7 @@ choose_tunnel_neighbors(const GateannGraph *g, int r_max)
 		hits_whole += probe_hits(g, s, &all, q, true, g->R, PROBE_LIST, kth[j]);
 	}
 	pfree(kth);
+	scratch_free(s);
 	INSTR_TIME_SET_CURRENT(elapsed);
 	INSTR_TIME_SUBTRACT(elapsed, start);
 	elog(DEBUG1, "gateann build: tunneling over %d of %d neighbors finds %.3f of the nearest matches, over all %.3f (probe: %.3f s)",
@@ -1166,6 +1191,7 @@ probe_recall(const GateannGraph *g, const ProbeSet *set, const int *lists, int n
 	elog(DEBUG1, "gateann build: over %u of %u nodes, an unfiltered search with a list of %d finds %.3f of the nearest neighbors (%d lists tried, probe: %.3f s)",
 		 set->n, g->n, lists[0], recall[0], tried, INSTR_TIME_GET_DOUBLE(elapsed));
 	pfree(kth);
+	scratch_free(s);
 	return tried;
 }
 
@@ -1180,13 +1206,11 @@ gateann_graph_probe_recall(const GateannGraph *g, const int *lists, int nlists,
 
 void
 gateann_graph_complete(GateannGraph *g, GateannGraphScratch *s, int L, float alpha,
-					   int r_max, bool choose_r_max, bool finished)
+					   int r_max, bool choose_r_max)
 {
 	uint32		linked;
 
 	r_max = Max(1, Min(r_max, g->R));
-	if (!finished)
-		gateann_graph_finish(g, s, alpha, r_max, 0, g->n);
 	linked = gateann_graph_connect(g, s, L, r_max);
 	elog(DEBUG1, "gateann build: %u nodes linked to be reachable over %d neighbors",
 		 linked, r_max);
@@ -1263,17 +1287,24 @@ set_step(GateannGraphStep *step, int stage, int pass, float alpha, int L, uint32
 static bool
 one_pass_is_enough(const GateannGraph *g, uint32 head)
 {
-	uint8	   *member = palloc0((g->n + 7) / 8);
-	ProbeSet	set = {g->order, head, member};
+	uint8	   *member = NULL;
+	ProbeSet	set = {g->order, head, NULL};
 	int			list = gateann_search_list_size;
 	double		recall;
 	uint32		k;
 
-	for (k = 0; k < head; k++)
-		member[g->order[k] >> 3] |= 1 << (g->order[k] & 7);
+	/* (queries drawn from the visiting order either way; over all, no test) */
+	if (head < g->n)
+	{
+		member = palloc0((g->n + 7) / 8);
+		for (k = 0; k < head; k++)
+			member[g->order[k] >> 3] |= 1 << (g->order[k] & 7);
+		set.member = member;
+	}
 	if (probe_recall(g, &set, &list, 1, 1.0, &recall) == 0)
 		recall = 0.0;
-	pfree(member);
+	if (member)
+		pfree(member);
 	if (recall < GRAPH_ONE_PASS_RECALL)
 		elog(DEBUG1, "gateann build: two passes: one pass over %u of %u nodes finds %.3f of the nearest neighbors, under %.2f",
 			 head, g->n, recall, GRAPH_ONE_PASS_RECALL);
@@ -1347,7 +1378,8 @@ gateann_graph_build(GateannGraph *g, const uint32 *entries, int nentries, int L,
 		if (progress)
 			progress(step.pass, step.to, g->n);
 	}
-	gateann_graph_complete(g, s, L, alpha, r_max, choose_r_max, false);
+	gateann_graph_finish(g, s, alpha, r_max, 0, g->n);
+	gateann_graph_complete(g, s, L, alpha, r_max, choose_r_max);
 }
 
 /*

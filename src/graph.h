@@ -85,8 +85,8 @@ extern void gateann_graph_visit(GateannGraph *graph, GateannGraphScratch *scratc
 
 /*
  * Prune the lists of nodes from..to-1 that grew past R into their slack,
- * and order each so that its first r_max neighbors (the in-memory neighbor
- * store's share) are a navigable subset.  A node's step reads the vectors
+ * and order each so that its first r_max neighbors (at most R: the in-memory
+ * neighbor store's share) are a navigable subset.  A node's step reads the vectors
  * and changes only its own list: processes may finish disjoint ranges at
  * once.
  */
@@ -105,15 +105,14 @@ extern uint32 gateann_graph_connect(GateannGraph *graph, GateannGraphScratch *sc
 									int L, int r_max);
 
 /*
- * After the passes: finish (unless `finished`: the caller did) and connect
- * with r_max, then set graph->r_max to r_max, or when choose_r_max to R if
+ * After the passes and gateann_graph_finish over every node: connect with
+ * r_max, then set graph->r_max to r_max, or when choose_r_max to R if
  * tunneling over that prefix of each list finds clearly less than tunneling
  * over whole lists (a probe of the graph's own nodes).  The graph does not
  * depend on the choice (single process).
  */
 extern void gateann_graph_complete(GateannGraph *graph, GateannGraphScratch *scratch,
-								   int L, float alpha, int r_max, bool choose_r_max,
-								   bool finished);
+								   int L, float alpha, int r_max, bool choose_r_max);
 
 /*
  * A stretch of the build's visits: order[from..to) with this list and alpha.
@@ -142,7 +141,7 @@ extern bool gateann_graph_next_step(GateannGraph *graph, GateannGraphStep *step,
 
 /*
  * Serial build: the passes gateann_graph_next_step gives, then
- * gateann_graph_complete.  Allocates adj/degree/order; entries as
+ * gateann_graph_finish and gateann_graph_complete.  Allocates adj/degree/order; entries as
  * gateann_graph_init.  progress(pass, done, total) is called every few
  * hundred nodes (it may CHECK_FOR_INTERRUPTS).
  */

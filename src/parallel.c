@@ -164,6 +164,30 @@ gateann_parallel_graph_main(dsm_segment *seg, shm_toc *toc)
 	run_pass(sh, &g, s, NULL);
 }
 
+/*
+ * Launch the workers (again, after a first stretch) on order[from..to) or,
+ * finishing, node ids from..to-1, take part, and wait for them
+ */
+static void
+run_stretch(ParallelContext *pcxt, GraphShared *sh, GateannGraph *g, GateannGraphScratch *s,
+			uint32 from, uint32 to, bool relaunch,
+			void (*progress) (int pass, uint32 done, uint32 total))
+{
+	sh->to = to;
+	pg_atomic_write_u32(&sh->next, from);
+	pg_atomic_write_u32(&sh->done, from);
+	if (relaunch)
+		ReinitializeParallelDSM(pcxt);
+	LaunchParallelWorkers(pcxt);
+	elog(DEBUG1, "gateann: building the graph, %s %d (nodes %u to %u), with %d of %d parallel workers launched",
+		 sh->finishing ? "finishing after pass" : "pass", sh->pass, from, to,
+		 pcxt->nworkers_launched, pcxt->nworkers);
+	if (progress && !sh->finishing)
+		progress(sh->pass, from, sh->n);
+	run_pass(sh, g, s, progress);
+	WaitForParallelWorkersToFinish(pcxt);
+}
+
 bool
 gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nentries,
 							 int L, float alpha, int r_max, bool choose_r_max, int nworkers,
@@ -219,34 +243,16 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 		sh->pass = step.pass;
 		sh->alpha = step.alpha;
 		sh->step_L = step.L;
-		sh->to = step.to;
-		pg_atomic_write_u32(&sh->next, step.from);
-		pg_atomic_write_u32(&sh->done, step.from);
-		if (launched)
-			ReinitializeParallelDSM(pcxt);
-		LaunchParallelWorkers(pcxt);
+		run_stretch(pcxt, sh, &g, s, step.from, step.to, launched, progress);
 		launched = true;
-		elog(DEBUG1, "gateann: building the graph, pass %d (nodes %u to %u), with %d of %d parallel workers launched",
-			 step.pass, step.from, step.to, pcxt->nworkers_launched, nworkers);
-		if (progress)
-			progress(step.pass, step.from, sh->n);
-		run_pass(sh, &g, s, progress);
-		WaitForParallelWorkersToFinish(pcxt);
 	}
 
 	/* the lists' last prune and tunneling order, node by node, with the workers */
 	sh->finishing = true;
 	sh->alpha = alpha;
-	sh->r_max = Max(1, Min(r_max, graph->R));
-	sh->to = sh->n;
-	pg_atomic_write_u32(&sh->next, 0);
-	pg_atomic_write_u32(&sh->done, 0);
-	if (launched)
-		ReinitializeParallelDSM(pcxt);
-	LaunchParallelWorkers(pcxt);
-	run_pass(sh, &g, s, progress);
-	WaitForParallelWorkersToFinish(pcxt);
-	gateann_graph_complete(&g, s, L, alpha, r_max, choose_r_max, true);
+	sh->r_max = r_max;
+	run_stretch(pcxt, sh, &g, s, 0, sh->n, launched, progress);
+	gateann_graph_complete(&g, s, L, alpha, r_max, choose_r_max);
 
 	/* hand the result back in private memory: the segment goes away */
 	graph->capacity = cap;
