@@ -26,7 +26,7 @@ Where the figures come from
 
 The kind of a run comes from its contents (driver presets by their `preset`
 field: quick, full, io, filter, filter_width, pgvector; shapes; writes; mix;
-fuzz; by their `kind` field: memory, plans, build_memory, build_speed).  Its time is
+fuzz; by their `kind` field: memory, plans, build_memory, build_speed, shards).  Its time is
 results.json's `started`, else the YYYYMMDD-HHMMSS stamp of its directory
 name, else the date git added it, else its mtime.
 
@@ -256,6 +256,15 @@ def _summarize_build_speed(rj):
                        for b in rj.get("builds", [])]}
 
 
+def _summarize_shards(rj):
+    """bench/shards.py: per shard count and workload, each query form's recall,
+    ms and rows received."""
+    st = rj.get("settings") or {}
+    return {"settings": {k: st.get(k) for k in ("shape", "n", "queries", "shards", "workloads",
+                                                "fetch_size", "k")},
+            "points": rj.get("points", []), "builds": rj.get("builds", [])}
+
+
 def _summarize_fuzz(text):
     def num(pattern):
         m = re.search(pattern, text)
@@ -307,6 +316,9 @@ def summarize(path):
     elif rj.get("kind") == "build_speed":
         out.update(kind="build_speed", server=_server(rj.get("server")))
         out.update(_summarize_build_speed(rj))
+    elif rj.get("kind") == "shards":
+        out.update(kind="shards", server=_server(rj.get("server_version")))
+        out.update(_summarize_shards(rj))
     elif "preset" in rj and "points" in rj:
         out.update(kind=rj["preset"], server=_server((rj.get("postgres") or {}).get("version")))
         out.update(_summarize_driver(rj))
@@ -1413,7 +1425,46 @@ def t_build_speed(runs):
             + [""] + footnotes(used))
 
 
+def t_shards(runs):
+    """Shards through postgres_fdw (bench/shards.py): the newest run's rows."""
+    runs_ = of_kind(runs, "shards")
+    if not runs_:
+        return not_measured("`bench/run.sh shards`")
+    r = runs_[0]
+    st = r.get("settings") or {}
+    out = []
+    for p in r.get("points", []):
+        forms = p.get("forms", {})
+
+        def cell(f):
+            v = forms.get(f)
+            if not v:
+                return "–"
+            rec = f"{f3(v['recall'])}, " if "recall" in v else ""
+            kb = f", {v['kb']:.0f} KB" if "kb" in v else ""
+            return f"{rec}{v['ms_mean']:.2f} ms{kb}"
+        one = p.get("single")
+        out.append([str(p["shards"]), p["workload"],
+                    f"{f3(one['recall'])}, {one['ms_mean']:.2f} ms" if one else "–",
+                    cell("natural"), cell("natural_fetchk"), cell("natural_tuned"), cell("union"),
+                    cell("shard")])
+    return (table(["shards", "filter", "one server, all rows", "natural query", "fetch_size = 10",
+                   "fetch_size = 10, cursor_tuple_fraction = 0.001", "UNION ALL, LIMIT per shard",
+                   "slowest shard alone"], out)
+            + ["", f"{st.get('shape')}, {rows_label(st.get('n'))} rows split by id over the "
+               f"shards (each its own server on this machine, a gateann index on (embedding, "
+               f"u10)), {st.get('queries')} queries, LIMIT {st.get('k')}, u10: one of 10 "
+               "labels. Cells: recall@10 against the exact top 10 of all rows, mean ms per query "
+               "on the coordinator (one client, prepared, the vector bound), KB received from "
+               "the shards (rows fetched times their text width: id and the vector). Natural: "
+               "the ORDER BY ... LIMIT query on the partitioned table at postgres_fdw's "
+               f"fetch_size {st.get('fetch_size')}; slowest shard alone: per query, the slowest "
+               "shard's own time for the same query on its server."]
+            + [""] + footnotes([r]))
+
+
 TABLES = {
+    "shards": t_shards,
     "record_precision": t_record_precision,
     "build": t_build,
     "filter_1m": t_filter,

@@ -281,8 +281,8 @@ def recall_of(found: list[list[int]], x: np.ndarray, q: np.ndarray, gt: dict,
 # --------------------------------------------------------------------------
 # loading
 # --------------------------------------------------------------------------
-def _copy_rows(x: np.ndarray, cols: dict, names: list[str]):
-    """COPY BINARY payload: id bigint, label int4 columns, embedding real[]."""
+def _copy_rows(x: np.ndarray, cols: dict, names: list[str], ids: np.ndarray | None = None):
+    """COPY BINARY payload: id bigint (ids, or 1..n), label int4 columns, embedding real[]."""
     n, d = x.shape
     dt = np.dtype([("nf", ">i2"), ("idl", ">i4"), ("id", ">i8")] +
                   [f for c in names for f in ((c + "_l", ">i4"), (c, ">i4"))] +
@@ -292,7 +292,8 @@ def _copy_rows(x: np.ndarray, cols: dict, names: list[str]):
     for s in range(0, n, 20000):
         e = min(n, s + 20000)
         r = np.zeros(e - s, dt)
-        r["nf"], r["idl"], r["id"] = 2 + len(names), 8, np.arange(s + 1, e + 1)
+        r["nf"], r["idl"] = 2 + len(names), 8
+        r["id"] = np.arange(s + 1, e + 1) if ids is None else ids[s:e]
         for c in names:
             r[c + "_l"], r[c] = 4, cols[c][s:e]
         r["el"], r["nd"], r["oid"], r["dim"], r["lb"] = 20 + 8 * d, 1, 700, d, 1

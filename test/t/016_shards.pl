@@ -5,9 +5,14 @@
 #  - The natural query on the parent returns the top k of the union of the
 #    shards (within single-node recall); the filter and ORDER BY reach every
 #    shard (Remote SQL), so each uses its gateann index.
-#  - Not yet: LIMIT does not reach the shards (each sends its rows in
-#    distance order until the coordinator's Merge Append has k), and rows
-#    come back with their vectors (README, "Several servers").
+#  - LIMIT does not reach the shards through the natural query's Merge
+#    Append (each sends its rows in distance order until the coordinator has
+#    k), and rows come back with their vectors (README, "Several servers");
+#    one branch per partition with its own LIMIT under UNION ALL gets the
+#    LIMIT to every shard and reads them concurrently (async Append).
+#  - A shard plans postgres_fdw's unfiltered cursor as a seq scan and a sort
+#    at cursor_tuple_fraction 0.1, as its gateann index at 0.001: the
+#    servers' options that make the natural query cheap.
 #  - Inserts through the parent reach the shards' indexes.
 #  - gateann's settings reach a shard's sessions through the server's
 #    libpq options ('-c gateann.search_list_size=...').
@@ -100,6 +105,52 @@ my $op = qr/(?:<->|OPERATOR\(public\.<->\))/;
 like($plan, qr/Remote SQL: .*WHERE \(\(label = 3\)\) ORDER BY \(v $op /,
 	'the filter and the ordering reach the shards');
 unlike($plan, qr/Remote SQL: .*LIMIT/, 'LIMIT does not reach them through a Merge Append');
+
+# --- the forms README's "Several servers" gives -------------------------------------------------
+# (postgres_fdw plans a foreign table it has no statistics for as a few rows and
+# sorts them all on the coordinator; ANALYZE samples the shards)
+$coord->safe_psql('postgres', 'ANALYZE items');
+
+# one branch per partition, each with its LIMIT, under an Append (ORDER BY d + 0:
+# not a Merge Append, which reads its branches one after another)
+my $union = join(' UNION ALL ', map {
+	"(SELECT id, v <-> '$q'::real[] AS d FROM items_$_ WHERE label = 3 ORDER BY v <-> '$q'::real[] LIMIT 10)"
+} 1 .. 3);
+$union = "SELECT id FROM ($union) u ORDER BY d + 0 LIMIT 10";
+cmp_ok(overlap($coord->safe_psql('postgres', $union)), '>=', 9,
+	'one LIMIT per shard, merged on the coordinator: the top 10 of the union');
+$plan = $coord->safe_psql('postgres', "EXPLAIN (VERBOSE, COSTS OFF) $union");
+my @remote = $plan =~ /Remote SQL: (.*)/g;
+is(scalar(grep { /WHERE \(\(label = 3\)\) ORDER BY \(v $op .* LIMIT 10/ } @remote), 3,
+	'each shard gets the filter, the ordering and the LIMIT');
+is(scalar(() = $plan =~ /Async Foreign Scan/g), 3, 'and the shards are read concurrently');
+
+# The natural query through a cursor per shard: planned by the shard for
+# cursor_tuple_fraction of the rows, which unfiltered is a seq scan and a sort
+# of the whole shard; the servers' options make it the index, fetch_size = k
+# keeps each fetch to k rows.
+my $cursor = "EXPLAIN DECLARE c CURSOR FOR SELECT id, v FROM items ORDER BY v <-> '$q'::real[]";
+like($shards[0]->safe_psql('postgres', "BEGIN; $cursor; COMMIT;"), qr/Seq Scan/,
+	"a shard plans postgres_fdw's unfiltered cursor as a seq scan at cursor_tuple_fraction 0.1");
+like($shards[0]->safe_psql('postgres', "BEGIN; SET LOCAL cursor_tuple_fraction = 0.001; $cursor; COMMIT;"),
+	qr/Index Scan using items_idx/, 'and as its gateann index at 0.001');
+my $natural_all = "SELECT id FROM items ORDER BY v <-> '$q'::real[] LIMIT 10";
+my $exact_all = join("\n", split /\n/, $coord->safe_psql('postgres', qq{
+SET enable_indexscan = off; SELECT id FROM items ORDER BY v <-> '$q'::real[] LIMIT 10;}));
+for my $n (1 .. 3)
+{
+	$coord->safe_psql('postgres', qq{ALTER SERVER shard$n OPTIONS (SET fetch_size '10',
+  ADD options '-c cursor_tuple_fraction=0.001')});
+}
+$coord->safe_psql('postgres', q{SELECT postgres_fdw_disconnect_all()});
+my %exact_set = map { $_ => 1 } split /\n/, $exact_all;
+cmp_ok(scalar(grep { $exact_set{$_} } split /\n/, $coord->safe_psql('postgres', $natural_all)), '>=', 9,
+	'with fetch_size and cursor_tuple_fraction on the servers the unfiltered natural query is right');
+for my $n (1 .. 3)
+{
+	$coord->safe_psql('postgres', qq{ALTER SERVER shard$n OPTIONS (SET fetch_size '100', DROP options)});
+}
+$coord->safe_psql('postgres', q{SELECT postgres_fdw_disconnect_all()});
 
 # --- writes through the parent ------------------------------------------------------------------
 my $before = $got;
