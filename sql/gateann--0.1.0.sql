@@ -421,3 +421,9 @@ CREATE FUNCTION gateann_prewarm(index regclass) RETURNS bigint
 
 CREATE FUNCTION gateann_verify(index regclass) RETURNS SETOF text
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+
+CREATE FUNCTION gateann_graph(index regclass,
+	OUT node bigint, OUT heap_tid tid, OUT deleted boolean, OUT entry_point boolean,
+	OUT neighbors bigint[])
+	RETURNS SETOF record
+	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;

@@ -1,6 +1,7 @@
 -- Who may call gateann's functions, as pg_prewarm and amcheck decide:
 -- gateann_index_info needs SELECT on the table; gateann_verify (a walk of
--- the whole index that holds off its writers) ownership of the table or
+-- the whole index that holds off its writers) and gateann_graph (every heap
+-- TID) ownership of the table or
 -- membership in pg_maintain (PostgreSQL 17 on) or pg_monitor;
 -- gateann_prewarm (shared memory it may take from other indexes) ownership
 -- or pg_maintain.  And messages that name what to fix.
@@ -22,12 +23,14 @@ RESET ROLE;
 SET ROLE gateann_reader;
 SELECT nodes FROM gateann_index_info('acc_idx');
 SELECT * FROM gateann_verify('acc_idx');
+SELECT count(*) FROM gateann_graph('acc_idx');
 SELECT gateann_prewarm('acc_idx') > 0;
 RESET ROLE;
 
 GRANT pg_monitor TO gateann_nobody;
 SET ROLE gateann_nobody;
 SELECT count(*) AS problems FROM gateann_verify('acc_idx');
+SELECT count(*) AS nodes FROM gateann_graph('acc_idx');
 SELECT gateann_prewarm('acc_idx') > 0;
 RESET ROLE;
 

@@ -10,9 +10,28 @@ CREATE INDEX vf_idx ON vf USING gateann (v, tenant, tags);
 SELECT * FROM gateann_verify('vf_idx');
 SELECT gateann_prewarm('vf_idx') > 0 AS loaded;
 SELECT * FROM gateann_verify('vf_idx');
+-- gateann_graph(regclass): every node once, its row's TID, lists within
+-- max_neighbors naming nodes of the graph and never the node itself, the
+-- entry points flagged
+SELECT count(*) = (SELECT live_nodes FROM gateann_index_info('vf_idx')) AS every_node,
+       count(*) FILTER (WHERE entry_point) =
+         (SELECT entry_points FROM gateann_index_info('vf_idx')) AS entry_points,
+       bool_and(NOT (node = ANY (neighbors))) AS no_self_edges,
+       bool_and(cardinality(neighbors) BETWEEN 1 AND
+         (SELECT max_neighbors FROM gateann_index_info('vf_idx'))) AS lists_in_range,
+       count(DISTINCT heap_tid) AS rows
+  FROM gateann_graph('vf_idx');
+SELECT count(*) AS rows_of_the_table FROM gateann_graph('vf_idx') g JOIN vf ON vf.ctid = g.heap_tid;
+SELECT count(*) AS edges_to_no_node
+  FROM (SELECT unnest(neighbors) AS n FROM gateann_graph('vf_idx')) e
+  WHERE n NOT IN (SELECT node FROM gateann_graph('vf_idx'));
 -- after DELETE + VACUUM (deleted flags and counts agree)
 DELETE FROM vf WHERE id % 3 = 0;
+-- (rows deleted from the table stay nodes until VACUUM, which frees their
+-- slots, or flags deleted a node it keeps)
+SELECT count(*) FILTER (WHERE deleted) AS deleted, count(*) AS nodes FROM gateann_graph('vf_idx');
 VACUUM vf;
+SELECT count(*) FILTER (WHERE deleted) AS deleted, count(*) AS nodes FROM gateann_graph('vf_idx');
 SELECT deleted_nodes + free_slots AS gone FROM gateann_index_info('vf_idx');
 SELECT * FROM gateann_verify('vf_idx');
 REINDEX INDEX vf_idx;

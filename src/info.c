@@ -1,6 +1,6 @@
 /*
  * info.c — SQL functions reporting on indexes and scans:
- * gateann_last_scan() and gateann_index_info(regclass).
+ * gateann_last_scan(), gateann_index_info(regclass) and gateann_graph(regclass).
  */
 #include "postgres.h"
 
@@ -15,11 +15,13 @@
 #include "catalog/index.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -28,6 +30,7 @@ PG_FUNCTION_INFO_V1(gateann_last_scan);
 PG_FUNCTION_INFO_V1(gateann_index_info);
 PG_FUNCTION_INFO_V1(gateann_prewarm);
 PG_FUNCTION_INFO_V1(gateann_record_cache_info);
+PG_FUNCTION_INFO_V1(gateann_graph);
 
 GateannScanStats gateann_last_scan_stats = {.io_method = "none", .strategy = "none"};
 
@@ -301,4 +304,76 @@ gateann_prewarm(PG_FUNCTION_ARGS)
 	bytes = (int64) store->bytes;
 	relation_close(index, AccessShareLock);
 	PG_RETURN_INT64(bytes);
+}
+
+/*
+ * gateann_graph(regclass): one row per node of the graph -- its id, its
+ * row's heap TID, whether that row is deleted (still a node other searches
+ * cross), whether it is one of the entry points, and its neighbor list in
+ * the record's order (the first tunnel_neighbors are what a tunneling walk
+ * follows).  Free slots and tail records, which are outside the graph, are
+ * left out.  For looking at a graph and for studies of it outside the server
+ * (bench/scaleout_sim.py).
+ *
+ * The records are read through the buffer manager one at a time under
+ * AccessShareLock, as a scan reads them: a list a writer changes meanwhile
+ * comes out as it was when read, so the rows are one consistent graph only
+ * when nothing writes.  Needs what gateann_verify needs (the table's owner,
+ * pg_maintain or pg_monitor): the rows expose every heap TID.
+ */
+Datum
+gateann_graph(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	Relation	index;
+	GateannMetaPageData meta;
+	uint8	   *entry_map;
+	char	   *rec;
+	Datum	   *nbr_datums;
+	uint32		id;
+	uint32		i;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	index = gateann_open_index(PG_GETARG_OID(0), AccessShareLock, GATEANN_ACCESS_CHECK);
+	gateann_read_meta(index, &meta);
+	entry_map = palloc0(((Size) meta.nnodes + 7) / 8);
+	for (i = 0; i < Min(meta.nentries, (uint32) GATEANN_MAX_ENTRIES); i++)
+		if (meta.entries[i] < meta.nnodes)
+			entry_map[meta.entries[i] >> 3] |= 1 << (meta.entries[i] & 7);
+	rec = palloc(meta.record_size);
+	nbr_datums = palloc(sizeof(Datum) * Max(meta.max_neighbors, 1));
+	for (id = 0; id < meta.nnodes; id++)
+	{
+		GateannNodeHeader *hdr;
+		const uint32 *nbrs;
+		Datum		values[5];
+		bool		nulls[5] = {0};
+		int			n;
+
+		if ((id & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		gateann_read_record(index, &meta, id, rec, NULL);
+		hdr = GateannRecordHeader(rec);
+		if (hdr->node_id != id)
+			ereport(ERROR,
+					(errcode(ERRCODE_INDEX_CORRUPTED),
+					 errmsg("gateann index \"%s\" is damaged: slot %u holds node %u",
+							RelationGetRelationName(index), id, hdr->node_id),
+					 errhint("Run gateann_verify() on it; REINDEX repairs it.")));
+		if (hdr->flags & (GATEANN_NODE_FREE | GATEANN_NODE_TAIL))
+			continue;
+		nbrs = GateannRecordNeighbors(&meta, rec);
+		n = Min((int) hdr->nneighbors, meta.max_neighbors);
+		for (i = 0; i < (uint32) n; i++)
+			nbr_datums[i] = Int64GetDatum((int64) nbrs[i]);
+		values[0] = Int64GetDatum((int64) id);
+		values[1] = PointerGetDatum(&hdr->heap_tid);
+		values[2] = BoolGetDatum((hdr->flags & GATEANN_NODE_DELETED) != 0);
+		values[3] = BoolGetDatum((entry_map[id >> 3] & (1 << (id & 7))) != 0);
+		values[4] = PointerGetDatum(construct_array(nbr_datums, n, INT8OID, 8,
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	relation_close(index, AccessShareLock);
+	return (Datum) 0;
 }
