@@ -411,6 +411,43 @@ map_free_and_tail(Relation index, const GateannMetaPageData *meta, uint8 *free_m
 	return nfree;
 }
 
+/*
+ * Every record (check_record), after the free slots and tail records are
+ * mapped (no record may point to one); then reachability, when nothing so
+ * far makes the lists untrustworthy, and the metapage's counts against the
+ * records'.
+ */
+static void
+check_records(VerifyState *vs, Relation index, const GateannMetaPageData *meta,
+			  GateannStore *store)
+{
+	uint8	   *free_map = palloc0(((Size) meta->nnodes + 7) / 8);
+	uint8	   *deleted_map = palloc0(((Size) meta->nnodes + 7) / 8);
+	char	   *rec = palloc(meta->record_size);
+	uint32		ndeleted = 0;
+	uint32		nfree;
+	uint32		id;
+
+	vs->tail_map = palloc0(((Size) meta->nnodes + 7) / 8);
+	nfree = map_free_and_tail(index, meta, free_map, vs->tail_map);
+	for (id = 0; id < meta->nnodes; id++)
+	{
+		if ((id & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		gateann_read_record(index, meta, id, rec, NULL);
+		check_record(vs, meta, id, rec, store, free_map, deleted_map, &ndeleted);
+	}
+	pfree(rec);
+	if (vs->nproblems == 0 && meta->nnodes > 0 && meta->dims > 0)
+		check_reachable(vs, index, meta, free_map, deleted_map);
+	if (ndeleted != meta->ndeleted)
+		problem(vs, "metapage counts %u deleted nodes, the records %u",
+				meta->ndeleted, ndeleted);
+	if (nfree != meta->nfree)
+		problem(vs, "metapage counts %u free slots, the records %u",
+				meta->nfree, nfree);
+}
+
 Datum
 gateann_verify(PG_FUNCTION_ARGS)
 {
@@ -421,12 +458,6 @@ gateann_verify(PG_FUNCTION_ARGS)
 	GateannStore *store = NULL;
 	bool		shared;
 	Size		bytes;
-	char	   *rec;
-	uint32		id;
-	uint32		ndeleted = 0;
-	uint32		nfree = 0;
-	uint8	   *free_map;
-	uint8	   *deleted_map;
 	LOCKMODE	lockmode;
 
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
@@ -501,29 +532,7 @@ gateann_verify(PG_FUNCTION_ARGS)
 			vs.codes[c] = palloc(gateann_filter_store_width(&meta.filter[c]));
 	}
 
-	/* free slots and tail records first: no record may point to one */
-	free_map = palloc0(((Size) meta.nnodes + 7) / 8);
-	vs.tail_map = palloc0(((Size) meta.nnodes + 7) / 8);
-	nfree = map_free_and_tail(index, &meta, free_map, vs.tail_map);
-
-	rec = palloc(meta.record_size);
-	deleted_map = palloc0(((Size) meta.nnodes + 7) / 8);
-	for (id = 0; id < meta.nnodes; id++)
-	{
-		if ((id & 1023) == 0)
-			CHECK_FOR_INTERRUPTS();
-		gateann_read_record(index, &meta, id, rec, NULL);
-		check_record(&vs, &meta, id, rec, store, free_map, deleted_map, &ndeleted);
-	}
-	pfree(rec);
-	if (vs.nproblems == 0 && meta.nnodes > 0 && meta.dims > 0)
-		check_reachable(&vs, index, &meta, free_map, deleted_map);
-	if (ndeleted != meta.ndeleted)
-		problem(&vs, "metapage counts %u deleted nodes, the records %u",
-				meta.ndeleted, ndeleted);
-	if (nfree != meta.nfree)
-		problem(&vs, "metapage counts %u free slots, the records %u",
-				meta.nfree, nfree);
+	check_records(&vs, index, &meta, store);
 
 done:
 	if (vs.nproblems > MAX_PROBLEMS)
