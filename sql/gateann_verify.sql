@@ -58,6 +58,7 @@ SELECT indisvalid FROM pg_index WHERE indexrelid = 'bad_dims_idx'::regclass;
 SELECT * FROM gateann_verify('bad_dims_idx');
 SELECT nodes FROM gateann_index_info('bad_dims_idx');
 SELECT gateann_prewarm('bad_dims_idx');
+SELECT count(*) FROM gateann_graph('bad_dims_idx');
 DELETE FROM bad_dims WHERE id = 2;
 REINDEX INDEX bad_dims_idx;
 SELECT count(*) FROM gateann_verify('bad_dims_idx');
