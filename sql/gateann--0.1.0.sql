@@ -422,6 +422,18 @@ CREATE FUNCTION gateann_prewarm(index regclass) RETURNS bigint
 CREATE FUNCTION gateann_verify(index regclass) RETURNS SETOF text
 	AS 'MODULE_PATHNAME' LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
 
+-- Partitioning by vector cluster and routing queries to the nearest
+-- clusters' partitions (src/routing.c)
+CREATE FUNCTION gateann_kmeans_accum(internal, real[], integer) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE FUNCTION gateann_kmeans_final(internal) RETURNS real[]
+	AS 'MODULE_PATHNAME' LANGUAGE C CALLED ON NULL INPUT PARALLEL SAFE;
+CREATE AGGREGATE gateann_kmeans(vector real[], clusters integer) (
+	SFUNC = gateann_kmeans_accum, STYPE = internal, FINALFUNC = gateann_kmeans_final);
+CREATE FUNCTION gateann_nearest_centroid(vector real[], centroids real[], rank integer DEFAULT 1)
+	RETURNS integer
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE FUNCTION gateann_graph(index regclass,
 	OUT node bigint, OUT heap_tid tid, OUT deleted boolean, OUT entry_point boolean,
 	OUT neighbors bigint[])

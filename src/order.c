@@ -68,7 +68,7 @@ order_scratch_layout(uint32_t n, int dims, OrderScratch *l)
 	l->tmp = off;
 	off = align_up(off + (size_t) n * sizeof(uint32_t));
 	l->kmeans = off;
-	off += gateann_kmeans_scratch_bytes(ORDER_SPLIT_SAMPLE, dims);
+	off += gateann_kmeans_scratch_bytes(GATEANN_PQ_CENTROIDS, ORDER_SPLIT_SAMPLE, dims);
 	l->total = off;
 }
 
@@ -212,7 +212,7 @@ gateann_locality_order(const float *vectors, uint32_t n, int dims,
 			memcpy(rows + (size_t) j * dims,
 				   vectors + (size_t) ids[(uint64_t) j * size / ns] * dims,
 				   sizeof(float) * dims);
-		gateann_kmeans(centroids, rows, ns, dims,
+		gateann_kmeans(centroids, GATEANN_PQ_CENTROIDS, rows, ns, dims,
 					   seed ^ ((uint64_t) (g + 1) * UINT64_C(0x9E3779B97F4A7C15)),
 					   ORDER_SPLIT_ITERATIONS, kscratch, check_interrupts);
 		for (i = 0; i < size; i++)

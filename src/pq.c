@@ -78,9 +78,9 @@ typedef struct PQScratchLayout
 	size_t		slice;			/* n * wmax floats: contiguous subspace slices */
 	size_t		assign;			/* n ints: current assignment */
 	size_t		dist;			/* n floats: distance to assigned centroid */
-	size_t		sums;			/* PQ_K * wmax doubles */
-	size_t		counts;			/* PQ_K ints */
-	size_t		chosen;			/* PQ_K ints: initial sample rows */
+	size_t		sums;			/* k * wmax doubles */
+	size_t		counts;			/* k ints */
+	size_t		chosen;			/* k ints: initial sample rows */
 	size_t		total;
 } PQScratchLayout;
 
@@ -92,10 +92,11 @@ align_up(size_t x)
 
 /*
  * slice_w: floats per row of the contiguous copy a subspace is trained on
- * (0: train on the caller's rows in place); w: the widest row trained on.
+ * (0: train on the caller's rows in place); w: the widest row trained on;
+ * k: the centroids.
  */
 static void
-pq_scratch_layout(int n, size_t slice_w, size_t w, PQScratchLayout *l)
+pq_scratch_layout(int n, size_t slice_w, size_t w, int k, PQScratchLayout *l)
 {
 	size_t		nn = n > 0 ? (size_t) n : 0;
 	size_t		off = 0;
@@ -107,11 +108,11 @@ pq_scratch_layout(int n, size_t slice_w, size_t w, PQScratchLayout *l)
 	l->dist = off;
 	off = align_up(off + nn * sizeof(float));
 	l->sums = off;
-	off = align_up(off + PQ_K * w * sizeof(double));
+	off = align_up(off + (size_t) k * w * sizeof(double));
 	l->counts = off;
-	off = align_up(off + PQ_K * sizeof(int));
+	off = align_up(off + (size_t) k * sizeof(int));
 	l->chosen = off;
-	off = align_up(off + PQ_K * sizeof(int));
+	off = align_up(off + (size_t) k * sizeof(int));
 	l->total = off;
 }
 
@@ -129,8 +130,8 @@ gateann_pq_train_scratch_bytes(int n, int dims, int m)
 	PQScratchLayout coarse;
 	size_t		wmax = pq_widest_subspace(dims, m);
 
-	pq_scratch_layout(n, wmax, wmax, &l);
-	pq_scratch_layout(n, 0, (size_t) (dims > 0 ? dims : 1), &coarse);
+	pq_scratch_layout(n, wmax, wmax, PQ_K, &l);
+	pq_scratch_layout(n, 0, (size_t) (dims > 0 ? dims : 1), PQ_K, &coarse);
 	/* slack so the caller's pointer need not be aligned */
 	return (l.total > coarse.total ? l.total : coarse.total) + SCRATCH_ALIGN;
 }
@@ -154,35 +155,63 @@ pq_rand_below(uint64_t *state, int bound)
 }
 
 /*
- * Choose PQ_K distinct indices in [0, n) (n >= PQ_K) with Floyd's algorithm.
+ * Choose k distinct indices in [0, n) (n >= k) with Floyd's algorithm.
  */
 static void
-pq_sample_distinct(uint64_t *state, int n, int *chosen)
+pq_sample_distinct(uint64_t *state, int n, int k, int *chosen)
 {
 	int			cnt = 0;
 	int			j;
 
-	for (j = n - PQ_K; j < n; j++)
+	for (j = n - k; j < n; j++)
 	{
 		int			t = pq_rand_below(state, j + 1);
-		int			k;
+		int			seen;
 
-		for (k = 0; k < cnt; k++)
+		for (seen = 0; seen < cnt; seen++)
 		{
-			if (chosen[k] == t)
+			if (chosen[seen] == t)
 				break;
 		}
-		chosen[cnt] = (k < cnt) ? j : t;
+		chosen[cnt] = (seen < cnt) ? j : t;
 		cnt++;
 	}
 }
 
 /*
- * Lloyd k-means for one subspace.  X holds n contiguous rows of w floats,
- * C receives PQ_K centroids of w floats.
+ * The nearest of C's k centroids of w floats to x, and its squared distance:
+ * PQ's 256 through the dispatched kernel, any other count with gateann_l2sq.
+ */
+static inline int
+kmeans_nearest(const float *C, int k, const float *x, int w, float *dist)
+{
+	int			best = 0;
+	float		bestd;
+	int			c;
+
+	if (k == PQ_K)
+		return gateann_pq_nearest(C, x, w, dist);
+	bestd = gateann_l2sq(C, x, w);
+	for (c = 1; c < k; c++)
+	{
+		float		d = gateann_l2sq(C + (size_t) c * w, x, w);
+
+		if (d < bestd)
+		{
+			bestd = d;
+			best = c;
+		}
+	}
+	*dist = bestd;
+	return best;
+}
+
+/*
+ * Lloyd k-means for one subspace.  X holds n >= k contiguous rows of w
+ * floats, C receives k centroids of w floats.
  */
 static void
-pq_train_subspace(float *C, const float *X, int n, int w, uint64_t *rng,
+pq_train_subspace(float *C, const float *X, int n, int w, int k, uint64_t *rng,
 				  int iterations, int *assign, float *dist, double *sums,
 				  int *counts, int *chosen, void (*check_interrupts) (void))
 {
@@ -192,8 +221,8 @@ pq_train_subspace(float *C, const float *X, int n, int w, uint64_t *rng,
 	int			j;
 
 	/* initial centroids: distinct random sample rows */
-	pq_sample_distinct(rng, n, chosen);
-	for (c = 0; c < PQ_K; c++)
+	pq_sample_distinct(rng, n, k, chosen);
+	for (c = 0; c < k; c++)
 		memcpy(C + (size_t) c * w, X + (size_t) chosen[c] * w, w * sizeof(float));
 
 	for (i = 0; i < n; i++)
@@ -210,7 +239,7 @@ pq_train_subspace(float *C, const float *X, int n, int w, uint64_t *rng,
 		for (i = 0; i < n; i++)
 		{
 			float		d;
-			int			a = gateann_pq_nearest(C, X + (size_t) i * w, w, &d);
+			int			a = kmeans_nearest(C, k, X + (size_t) i * w, w, &d);
 
 			if (a != assign[i])
 			{
@@ -223,8 +252,8 @@ pq_train_subspace(float *C, const float *X, int n, int w, uint64_t *rng,
 			break;				/* converged: centroids are already the means */
 
 		/* update step */
-		memset(sums, 0, (size_t) PQ_K * w * sizeof(double));
-		memset(counts, 0, PQ_K * sizeof(int));
+		memset(sums, 0, (size_t) k * w * sizeof(double));
+		memset(counts, 0, k * sizeof(int));
 		for (i = 0; i < n; i++)
 		{
 			const float *x = X + (size_t) i * w;
@@ -234,7 +263,7 @@ pq_train_subspace(float *C, const float *X, int n, int w, uint64_t *rng,
 				s[j] += x[j];
 			counts[assign[i]]++;
 		}
-		for (c = 0; c < PQ_K; c++)
+		for (c = 0; c < k; c++)
 		{
 			if (counts[c] > 0)
 			{
@@ -253,7 +282,7 @@ pq_train_subspace(float *C, const float *X, int n, int w, uint64_t *rng,
 		 * point used at most once.  If no point is away from its centroid
 		 * (duplicate data), leave the remaining empty centroids alone.
 		 */
-		for (c = 0; c < PQ_K; c++)
+		for (c = 0; c < k; c++)
 		{
 			int			far = -1;
 			float		fard = 0.0f;
@@ -308,7 +337,8 @@ gateann_pq_train(GateannPQ *pq, float *sample, int n,
 				   dims * sizeof(float));
 	}
 	else
-		gateann_kmeans(pq->coarse, sample, n, dims, seed ^ UINT64_C(0x636F61727365),	/* "coarse" */
+		gateann_kmeans(pq->coarse, PQ_K, sample, n, dims,
+					   seed ^ UINT64_C(0x636F61727365),	/* "coarse" */
 					   iterations, scratch, check_interrupts);
 	for (i = 0; i < n; i++)
 	{
@@ -324,7 +354,7 @@ gateann_pq_train(GateannPQ *pq, float *sample, int n,
 	}
 
 	wmax = pq_widest_subspace(dims, m);
-	pq_scratch_layout(n, wmax, wmax, &l);
+	pq_scratch_layout(n, wmax, wmax, PQ_K, &l);
 	base = (char *) align_up((size_t) (uintptr_t) scratch);
 	X = (float *) (base + l.slice);
 	assign = (int *) (base + l.assign);
@@ -358,31 +388,31 @@ gateann_pq_train(GateannPQ *pq, float *sample, int n,
 			memcpy(X + (size_t) i * w, sample + (size_t) i * dims + off,
 				   w * sizeof(float));
 
-		pq_train_subspace(C, X, n, w, &rng, iterations, assign, dist, sums,
+		pq_train_subspace(C, X, n, w, PQ_K, &rng, iterations, assign, dist, sums,
 						  counts, chosen, check_interrupts);
 	}
 }
 
 size_t
-gateann_kmeans_scratch_bytes(int n, int w)
+gateann_kmeans_scratch_bytes(int k, int n, int w)
 {
 	PQScratchLayout l;
 
-	pq_scratch_layout(n, 0, (size_t) w, &l);
+	pq_scratch_layout(n, 0, (size_t) w, k, &l);
 	return l.total + SCRATCH_ALIGN;
 }
 
 void
-gateann_kmeans(float *C, const float *X, int n, int w, uint64_t seed,
+gateann_kmeans(float *C, int k, const float *X, int n, int w, uint64_t seed,
 			   int iterations, void *scratch, void (*check_interrupts) (void))
 {
 	PQScratchLayout l;
 	char	   *base;
 	uint64_t	rng = seed;
 
-	pq_scratch_layout(n, 0, (size_t) w, &l);
+	pq_scratch_layout(n, 0, (size_t) w, k, &l);
 	base = (char *) align_up((size_t) (uintptr_t) scratch);
-	pq_train_subspace(C, X, n, w, &rng, iterations,
+	pq_train_subspace(C, X, n, w, k, &rng, iterations,
 					  (int *) (base + l.assign), (float *) (base + l.dist),
 					  (double *) (base + l.sums), (int *) (base + l.counts),
 					  (int *) (base + l.chosen), check_interrupts);

@@ -145,13 +145,14 @@ extern void gateann_pq_train(GateannPQ *pq, float *sample, int n,
 							 void (*check_interrupts) (void));
 
 /*
- * The same k-means over whole rows: C (caller-allocated, 256 * w floats)
- * receives 256 centroids of the n >= 256 rows of w floats in X.  Used to
- * split large groups of full vectors (order.c).  Scratch:
+ * The same k-means over whole rows: C (caller-allocated, k * w floats)
+ * receives k centroids of the n >= k rows of w floats in X (PQ's 256 use the
+ * dispatched 256-centroid kernel).  Used to split large groups of full
+ * vectors (order.c) and by gateann_kmeans() (routing.c).  Scratch:
  * gateann_kmeans_scratch_bytes.
  */
-extern size_t gateann_kmeans_scratch_bytes(int n, int w);
-extern void gateann_kmeans(float *C, const float *X, int n, int w, uint64_t seed,
+extern size_t gateann_kmeans_scratch_bytes(int k, int n, int w);
+extern void gateann_kmeans(float *C, int k, const float *X, int n, int w, uint64_t seed,
 						   int iterations, void *scratch,
 						   void (*check_interrupts) (void));
 

@@ -56,8 +56,8 @@ gateann_vector_reader_init(GateannVectorReader *reader, Relation index)
  * that a double below real's range becomes zero).  Index values of a double
  * precision[] column and the operators' arguments go through here alike.
  */
-static float *
-array_elements(ArrayType *arr, int *dims)
+float *
+gateann_array_vector(ArrayType *arr, int *dims)
 {
 	Oid			elemtype = ARR_ELEMTYPE(arr);
 	int			n;
@@ -155,7 +155,7 @@ gateann_vector_from_datum(const GateannVectorReader *reader, Datum value, int *d
 	else
 		arr = DatumGetArrayTypeP(FunctionCall1Coll(reader->to_real_array,
 												   reader->collation, value));
-	elems = array_elements(arr, &n);
+	elems = gateann_array_vector(arr, &n);
 	if (n > GATEANN_MAX_DIMS)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -298,8 +298,8 @@ gateann_l2_distance(PG_FUNCTION_ARGS)
 	int			na,
 				nb,
 				i;
-	float	   *a = array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(1), &nb);
 	double		sum = 0;
 
 	check_same_dims(na, nb);
@@ -318,8 +318,8 @@ gateann_negative_inner_product(PG_FUNCTION_ARGS)
 	int			na,
 				nb,
 				i;
-	float	   *a = array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(1), &nb);
 	double		sum = 0;
 
 	check_same_dims(na, nb);
@@ -334,8 +334,8 @@ gateann_cosine_distance(PG_FUNCTION_ARGS)
 	int			na,
 				nb,
 				i;
-	float	   *a = array_elements(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = array_elements(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(0), &na);
+	float	   *b = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(1), &nb);
 	double		dot = 0,
 				norma = 0,
 				normb = 0,

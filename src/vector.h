@@ -8,6 +8,7 @@
 #include "gateann.h"
 
 #include "fmgr.h"
+#include "utils/array.h"
 
 /* Support function 1 (optional): convert the column's type to real[]. */
 #define GATEANN_TO_REAL_ARRAY_PROC	1
@@ -47,6 +48,14 @@ extern float *gateann_vector_from_datum(const GateannVectorReader *reader,
  * Cosine vectors are normalised first, in double.
  */
 #define GATEANN_MAX_MAGNITUDE	1e16
+
+/*
+ * The elements of a one-dimensional array of real, double precision, numeric
+ * or an integer type as floats (a real[]'s own, others converted); *dims
+ * receives their count.  ERROR for NULL elements, another shape or type, no
+ * element.
+ */
+extern float *gateann_array_vector(ArrayType *arr, int *dims);
 
 /*
  * Index of the first element a gateann index of `metric` cannot take: NaN,
