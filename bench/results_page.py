@@ -1376,8 +1376,15 @@ def t_shards(runs):
     r = runs_[0]
     st = r.get("settings") or {}
     out = []
+    routed = []
     for p in r.get("points", []):
         forms = p.get("forms", {})
+        if p.get("split") == "cluster":
+            routed.append([str(p["shards"]), p["workload"]] + [
+                "–" if forms.get(f"routed{m}") is None else
+                f"{f3(forms[f'routed{m}']['recall'])}, {forms[f'routed{m}']['ms_mean']:.2f} ms"
+                for m in (1, 2, 4)])
+            continue
 
         def cell(f):
             v = forms.get(f)
@@ -1403,6 +1410,11 @@ def t_shards(runs):
                "the ORDER BY ... LIMIT query on the partitioned table at postgres_fdw's "
                f"fetch_size {st.get('fetch_size')}; slowest shard alone: per query, the slowest "
                "shard's own time for the same query on its server."]
+            + ([] if not routed else
+               ["", "The rows split by cluster instead (gateann_kmeans over a sample; shard i "
+                "holds the rows nearest centre i), the tuned natural query routed to the nearest "
+                "m clusters' shards with `cluster IN (gateann_nearest_centroid(...), ...)`:", ""]
+               + table(["shards", "filter", "m = 1", "m = 2", "m = 4"], routed))
             + [""] + footnotes([r]))
 
 

@@ -37,7 +37,14 @@ query vector bound as a parameter, k = 10:
                  query the slowest shard's time (what concurrency can reach)
 
 and, with N = 1, the same query on one server holding every row, which is the
-recall a sharded answer is compared with.  Rows received per query are the
+recall a sharded answer is compared with.  Then, for N >= 2, the rows split
+by vector cluster instead: gateann_kmeans over a sample on the coordinator
+gives N centres, shard i holds the rows nearest centre i, the coordinator's
+table is partitioned by LIST (cluster), and
+
+  routed m       natural_tuned with "cluster IN (gateann_nearest_centroid($1,
+                 $c, 1), ..., (..., m))": the partitions of the m nearest
+                 clusters only (PostgreSQL prunes the others)  Rows received per query are the
 coordinator's Foreign Scans' rows (EXPLAIN ANALYZE on 20 queries) rounded up
 to whole fetches; bytes are those rows times their measured text width (id
 and the vector: postgres_fdw sends the vector and computes the distance on
@@ -105,15 +112,21 @@ def load_shard(conn, x: np.ndarray, labels: np.ndarray, ids: np.ndarray, opclass
     return round(time.monotonic() - t0, 2)
 
 
-def coordinator_setup(conn, servers: list[dict], fetch_size: int) -> None:
+def coordinator_setup(conn, servers: list[dict], fetch_size: int, by_cluster: bool = False) -> None:
+    """items partitioned by LIST (id % N), or by LIST (cluster) when the shards
+    hold clusters; one foreign partition a shard, ANALYZEd."""
     n = len(servers)
     conn.execute("CREATE EXTENSION IF NOT EXISTS postgres_fdw")
     conn.execute("CREATE EXTENSION IF NOT EXISTS gateann")
     conn.execute("DROP TABLE IF EXISTS items CASCADE")
     for i in range(1, 17):
         conn.execute(f"DROP SERVER IF EXISTS shard{i} CASCADE")
-    conn.execute("CREATE TABLE items (id bigint, u10 int4, embedding real[]) "
-                 "PARTITION BY LIST ((id % " + str(n) + "))")
+    if by_cluster:
+        conn.execute("CREATE TABLE items (id bigint, u10 int4, embedding real[], cluster int) "
+                     "PARTITION BY LIST (cluster)")
+    else:
+        conn.execute("CREATE TABLE items (id bigint, u10 int4, embedding real[]) "
+                     "PARTITION BY LIST ((id % " + str(n) + "))")
     for i, s in enumerate(servers):
         conn.execute(f"CREATE SERVER shard{i + 1} FOREIGN DATA WRAPPER postgres_fdw OPTIONS "
                      f"(host '{s['PGHOST']}', port '{s['PGPORT']}', dbname '{s['PGDATABASE']}', "
@@ -134,11 +147,15 @@ def set_server_options(conn, nservers: int, fetch_size: int, tuned: bool) -> Non
 
 
 def statement(form: str, op: str, nparts: int, filtered: bool, table: str = "items") -> str:
+    """The query vector is bound as the client sends a list (double precision[]) and
+    used as it is, no cast: in a generic plan postgres_fdw cannot send a cast of
+    a parameter to the shard, and then sends neither the ORDER BY nor the LIMIT
+    (every row of every shard comes back; README, "Several servers")."""
     where = "WHERE u10 = %s" if filtered else ""
     if form != "union":
-        return f"SELECT id FROM {table} {where} ORDER BY embedding {op} %s::real[] LIMIT {K}"
-    branches = [f"(SELECT id, embedding {op} %s::real[] AS d FROM items_{i} {where} "
-                f"ORDER BY embedding {op} %s::real[] LIMIT {K})" for i in range(1, nparts + 1)]
+        return f"SELECT id FROM {table} {where} ORDER BY embedding {op} %s LIMIT {K}"
+    branches = [f"(SELECT id, embedding {op} %s AS d FROM items_{i} {where} "
+                f"ORDER BY embedding {op} %s LIMIT {K})" for i in range(1, nparts + 1)]
     return f"SELECT id FROM ({' UNION ALL '.join(branches)}) u ORDER BY d + 0 LIMIT {K}"
 
 
@@ -186,6 +203,76 @@ def fetched_rows(conn, sql: str, q: np.ndarray, labels, form: str, nparts: int,
     return total / len(vecs)
 
 
+def cluster_split(conn, x: np.ndarray, n: int) -> tuple[list, np.ndarray]:
+    """gateann_kmeans's n centres of a sample of x (on the coordinator) and
+    every row's nearest centre."""
+    sample = x[::max(1, len(x) // 20000)]
+    conn.execute("DROP TABLE IF EXISTS centre_sample")
+    conn.execute("CREATE TABLE centre_sample (id bigint, embedding real[])")
+    with conn.cursor() as cur, cur.copy("COPY centre_sample FROM STDIN (FORMAT binary)") as cp:
+        for chunk in shapes._copy_rows(sample, {}, []):
+            cp.write(chunk)
+    centres = conn.execute(f"SELECT gateann_kmeans(embedding, {n}) FROM centre_sample").fetchone()[0]
+    conn.execute("DROP TABLE centre_sample")
+    c = np.asarray(centres, np.float32)
+    cluster = np.concatenate([np.argmin(shapes._sqdist(x[s:s + 20000], c), axis=1)
+                              for s in range(0, len(x), 20000)])
+    return centres, cluster
+
+
+def measure_routed(conn, sconns, servers, n, x, q, label, qlabel, gts, a, op, opclass, res):
+    """The rows split by cluster over n shards; the natural query (tuned
+    servers) routed to the nearest m clusters' partitions, m = 1, 2, 4 .. n."""
+    centres, cluster = cluster_split(conn, x, n)
+    ids = np.arange(1, a.n + 1)
+    build_s = []
+    for i in range(n):
+        log(f"{n} shards by cluster: loading shard {i + 1}, {int((cluster == i).sum())} rows")
+        build_s.append(load_shard(sconns[i], x, label, ids[cluster == i], opclass))
+        sconns[i].execute(f"ALTER TABLE items ADD COLUMN cluster int NOT NULL DEFAULT {i}")
+        # (without statistics on cluster the shard guesses the routing filter keeps 1 % of
+        # its rows, and its plan for the cursor is not its gateann index's: 2x the time)
+        sconns[i].execute("ANALYZE items")
+    res["builds"].append({"shards": n, "split": "cluster", "build_s": build_s})
+    coordinator_setup(conn, servers[:n], a.fetch_size, by_cluster=True)
+    set_server_options(conn, n, K, True)
+    vecs = [[float(f) for f in v] for v in q]
+    # the centres as the text of a real[], made once: a client keeps them so
+    # (adapting a nested list anew for every query costs the client ~1 ms)
+    centres_text = "{" + ",".join("{" + ",".join(repr(float(f)) for f in row) + "}"
+                                  for row in centres) + "}"
+    for wl, (gt, mask) in gts.items():
+        pt = {"shards": n, "workload": wl, "split": "cluster", "forms": {}}
+        m = 1
+        while m <= n:
+            # (named parameters: one $n each, however often the statement names it;
+            # postgres_fdw sends every parameter to every shard)
+            route = ", ".join(f"gateann_nearest_centroid(%(v)s::real[], %(c)s::real[], {r})"
+                              for r in range(1, m + 1))
+            where = ("u10 = %(lab)s AND " if wl != "none" else "") + f"cluster IN ({route})"
+            sql = (f"SELECT id FROM items WHERE {where} ORDER BY embedding {op} %(v)s "
+                   f"LIMIT {K}")
+
+            def args(j):
+                return {"v": vecs[j], "c": centres_text,
+                        **({"lab": int(qlabel[j])} if wl != "none" else {})}
+            for j in range(min(20, len(q))):
+                conn.execute(sql, args(j), prepare=True).fetchall()
+            found, times = [], []
+            for j in range(len(q)):
+                t0 = time.monotonic()
+                found.append([r[0] for r in conn.execute(sql, args(j), prepare=True).fetchall()])
+                times.append(time.monotonic() - t0)
+            ms = np.array(times) * 1000
+            pt["forms"][f"routed{m}"] = {**recall(found, x, q, gt, mask),
+                                         "ms_mean": round(float(ms.mean()), 3),
+                                         "ms_p95": round(float(np.percentile(ms, 95)), 3)}
+            log(f"  {n} shards by cluster {wl} routed m={m}: "
+                f"recall {pt['forms'][f'routed{m}']['recall']:.3f} {ms.mean():.2f} ms")
+            m *= 2
+        res["points"].append(pt)
+
+
 def recall(found, x, q, gt, mask) -> dict:
     r = shapes.recall_of(found, x, q, gt, mask)
     return {"recall": round(float(np.nanmean(r)), 4), "zero": int((r == 0).sum())}
@@ -202,7 +289,7 @@ def summary(res: dict) -> str:
              "natural, fetch_size = k, cursor_tuple_fraction 0.001 | union | slowest shard alone "
              "| rows (KB) received: natural / fetch k / tuned / union |",
              "|---|---|---|---|---|---|---|---|---|"]
-    for p in res["points"]:
+    for p in [p for p in res["points"] if p.get("split") != "cluster"]:
         def cell(f):
             v = p["forms"].get(f)
             if not v:
@@ -216,8 +303,20 @@ def summary(res: dict) -> str:
         lines.append(f"| {p['shards']} | {p['workload']} | {one_s} | {cell('natural')} | "
                      f"{cell('natural_fetchk')} | {cell('natural_tuned')} | {cell('union')} | "
                      f"{cell('shard')} | {rows} |")
+    routed = [p for p in res["points"] if p.get("split") == "cluster"]
+    if routed:
+        lines += ["", "Rows split by cluster (gateann_kmeans), the natural query with fetch_size = "
+                  "k and cursor_tuple_fraction 0.001, routed to the nearest m clusters' shards:", "",
+                  "| shards | workload | m = 1 | m = 2 | m = 4 | m = 8 |", "|---|---|---|---|---|---|"]
+        for p in routed:
+            cells = []
+            for m in (1, 2, 4, 8):
+                v = p["forms"].get(f"routed{m}")
+                cells.append("–" if v is None else f"{v['recall']:.3f}, {v['ms_mean']:.2f} ms")
+            lines.append(f"| {p['shards']} | {p['workload']} | " + " | ".join(cells) + " |")
     lines += ["", "Build s per shard: " + "; ".join(
-        f"{b['shards']} shards: " + ", ".join(f"{t:.1f}" for t in b["build_s"])
+        f"{b['shards']} shards{' by cluster' if b.get('split') else ''}: "
+        + ", ".join(f"{t:.1f}" for t in b["build_s"])
         for b in res["builds"])]
     return "\n".join(lines) + "\n"
 
@@ -316,6 +415,10 @@ def main():
                     pt["single"] = {**recall(found, x, q, gt, mask),
                                     "ms_mean": round(float(ms.mean()), 3)}
                 res["points"].append(pt)
+                save()
+            if n >= 2:
+                measure_routed(conn, sconns, servers, n, x, q, label, qlabel, gts, a, op,
+                               opclass, res)
                 save()
     finally:
         for s in servers:

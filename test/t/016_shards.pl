@@ -152,6 +152,23 @@ for my $n (1 .. 3)
 }
 $coord->safe_psql('postgres', q{SELECT postgres_fdw_disconnect_all()});
 
+# A prepared statement's generic plan: postgres_fdw sends the shards a parameter
+# as it is, never a cast of one.  The vector bound as double precision[] (what a
+# client sends for a list of floats) and cast to real[] leaves the ordering on
+# the coordinator, which then fetches every row of every shard; used as it is
+# (gateann's operators take double precision[]) the shards order their rows.
+my ($cast_plan, $plain_plan) = split /MARK/, $coord->safe_psql('postgres', qq{
+SET plan_cache_mode = force_generic_plan;
+PREPARE cast_q(double precision[]) AS SELECT id FROM items ORDER BY v <-> \$1::real[] LIMIT 10;
+PREPARE plain_q(double precision[]) AS SELECT id FROM items ORDER BY v <-> \$1 LIMIT 10;
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE cast_q('$q');
+SELECT 'MARK';
+EXPLAIN (VERBOSE, COSTS OFF) EXECUTE plain_q('$q');});
+unlike($cast_plan, qr/Remote SQL: .*ORDER BY/,
+	'a generic plan with a cast parameter does not send the ordering');
+is(scalar(() = $plain_plan =~ /Remote SQL: .*ORDER BY \(v $op \$1::double precision\[\]\)/g), 3,
+	'one without the cast sends it to every shard');
+
 # --- writes through the parent ------------------------------------------------------------------
 my $before = $got;
 $coord->safe_psql('postgres', qq{
