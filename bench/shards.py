@@ -166,19 +166,25 @@ def params(form: str, nparts: int, v: list, label: int | None) -> tuple:
     return one * nparts
 
 
-def run(conn, sql: str, q: np.ndarray, labels, form: str, nparts: int):
-    """Every query once (after 20 to warm up): ids per query, ms per query."""
-    vecs = [[float(f) for f in v] for v in q]
-    lab = [None] * len(q) if labels is None else [int(v) for v in labels]
-    for j in range(min(20, len(q))):
-        conn.execute(sql, params(form, nparts, vecs[j], lab[j]), prepare=True).fetchall()
+def timed(conn, sql: str, args_of, nq: int):
+    """The statement for queries 0 .. nq-1 (args_of(j): its parameters), each
+    once after 20 to warm up, prepared: ids per query, ms per query."""
+    for j in range(min(20, nq)):
+        conn.execute(sql, args_of(j), prepare=True).fetchall()
     found, times = [], []
-    for j in range(len(q)):
+    for j in range(nq):
         t0 = time.monotonic()
-        rows = conn.execute(sql, params(form, nparts, vecs[j], lab[j]), prepare=True).fetchall()
+        rows = conn.execute(sql, args_of(j), prepare=True).fetchall()
         times.append(time.monotonic() - t0)
         found.append([r[0] for r in rows])
     return found, np.array(times) * 1000
+
+
+def run(conn, sql: str, q: np.ndarray, labels, form: str, nparts: int):
+    """Every query of a form (params) once: ids per query, ms per query."""
+    vecs = [[float(f) for f in v] for v in q]
+    lab = [None] * len(q) if labels is None else [int(v) for v in labels]
+    return timed(conn, sql, lambda j: params(form, nparts, vecs[j], lab[j]), len(q))
 
 
 def fetched_rows(conn, sql: str, q: np.ndarray, labels, form: str, nparts: int,
@@ -256,14 +262,7 @@ def measure_routed(conn, sconns, servers, n, x, q, label, qlabel, gts, a, op, op
             def args(j):
                 return {"v": vecs[j], "c": centres_text,
                         **({"lab": int(qlabel[j])} if wl != "none" else {})}
-            for j in range(min(20, len(q))):
-                conn.execute(sql, args(j), prepare=True).fetchall()
-            found, times = [], []
-            for j in range(len(q)):
-                t0 = time.monotonic()
-                found.append([r[0] for r in conn.execute(sql, args(j), prepare=True).fetchall()])
-                times.append(time.monotonic() - t0)
-            ms = np.array(times) * 1000
+            found, ms = timed(conn, sql, args, len(q))
             pt["forms"][f"routed{m}"] = {**recall(found, x, q, gt, mask),
                                          "ms_mean": round(float(ms.mean()), 3),
                                          "ms_p95": round(float(np.percentile(ms, 95)), 3)}
