@@ -86,6 +86,7 @@ struct GateannGraphScratch
 	uint32	   *prune_out;		/* capacity */
 	int		   *prune_pos;		/* capacity: sorted position of each choice */
 	uint32	   *list_copy;		/* capacity: a neighbor list copied out */
+	uint64		prunes_redone;	/* add_reverse_edge: lists changed meanwhile */
 	Candidate  *seeds;			/* nentries: entry points by distance */
 };
 
@@ -557,39 +558,66 @@ add_candidates(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
 	return at + n;
 }
 
-/* Add edge j -> p, pruning j's list when it is at capacity. */
+/*
+ * Add edge j -> p, pruning j's list when it is at capacity.
+ *
+ * In a parallel build the node's spinlock covers only copying the list out
+ * and putting the new one in: the prune (distances, a sort) runs with no
+ * lock held.  The list is put in only if it is still the one pruned;
+ * otherwise another process changed it meanwhile, and the edge is added to
+ * the list as it is now, from the start.
+ */
 static void
 add_reverse_edge(GateannGraph *g, GateannGraphScratch *s, uint32 j, uint32 p,
 				 float alpha)
 {
 	uint32	   *nbrs = neighbors_of(g, j);
-	int			deg;
-	int			i;
-	int			nout;
 
-	lock_node(g, j);
-	deg = g->degree[j];
-	for (i = 0; i < deg; i++)
+	for (;;)
 	{
-		if (nbrs[i] == p)
+		int			deg;
+		int			i;
+		int			nout;
+		bool		unchanged;
+
+		lock_node(g, j);
+		deg = g->degree[j];
+		for (i = 0; i < deg; i++)
 		{
+			if (nbrs[i] == p)
+			{
+				unlock_node(g, j);
+				return;
+			}
+		}
+		if (deg < g->capacity)
+		{
+			nbrs[deg] = p;
+			g->degree[j] = deg + 1;
 			unlock_node(g, j);
 			return;
 		}
-	}
-	if (deg < g->capacity)
-	{
-		nbrs[deg] = p;
-		g->degree[j] = deg + 1;
+		memcpy(s->list_copy, nbrs, sizeof(uint32) * deg);
 		unlock_node(g, j);
-		return;
+
+		add_candidates(g, s, j, s->list_copy, deg, 0);
+		add_candidates(g, s, j, &p, 1, deg);
+		nout = robust_prune(g, s, j, s->prune_cands, deg + 1, alpha, g->R);
+
+		lock_node(g, j);
+		unchanged = (g->degree[j] == deg &&
+					 memcmp(nbrs, s->list_copy, sizeof(uint32) * deg) == 0);
+		if (unchanged)
+		{
+			memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
+			g->degree[j] = (uint16) nout;
+		}
+		unlock_node(g, j);
+		if (unchanged)
+			return;
+		s->prunes_redone++;
+		CHECK_FOR_INTERRUPTS();
 	}
-	add_candidates(g, s, j, nbrs, deg, 0);
-	add_candidates(g, s, j, &p, 1, deg);
-	nout = robust_prune(g, s, j, s->prune_cands, deg + 1, alpha, g->R);
-	memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
-	g->degree[j] = (uint16) nout;
-	unlock_node(g, j);
 }
 
 void
@@ -619,6 +647,12 @@ gateann_graph_visit(GateannGraph *g, GateannGraphScratch *s, uint32 p, int L, fl
 
 	for (i = 0; i < nout; i++)
 		add_reverse_edge(g, s, out[i], p, alpha);
+}
+
+uint64
+gateann_graph_prunes_redone(const GateannGraphScratch *s)
+{
+	return s->prunes_redone;
 }
 
 static uint32

@@ -84,6 +84,12 @@ extern void gateann_graph_visit(GateannGraph *graph, GateannGraphScratch *scratc
 								uint32 p, int L, float alpha);
 
 /*
+ * How many times this process's visits pruned a neighbor list that another
+ * process changed before the prune was put in (redone on the new list)
+ */
+extern uint64 gateann_graph_prunes_redone(const GateannGraphScratch *scratch);
+
+/*
  * Prune the lists of nodes from..to-1 that grew past R into their slack,
  * and order each so that its first r_max neighbors (at most R: the in-memory
  * neighbor store's share) are a navigable subset.  A node's step reads the vectors

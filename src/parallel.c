@@ -149,6 +149,9 @@ run_pass(GraphShared *sh, GateannGraph *g, GateannGraphScratch *s,
 		else
 			CHECK_FOR_INTERRUPTS();
 	}
+	if (!sh->finishing)
+		elog(DEBUG1, "gateann build: this process has redone " UINT64_FORMAT " prunes of lists another changed meanwhile",
+			 gateann_graph_prunes_redone(s));
 }
 
 void

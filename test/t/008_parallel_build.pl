@@ -96,5 +96,52 @@ is( build_workers(
 	'serial',
 	'a temporary table builds serially');
 
+# Many exact copies of few vectors: every node's list fills with copies at
+# once, so the two processes prune the same lists at the same time.  A prune
+# runs with no lock held and is put in only if the list did not change
+# meanwhile (else it is redone): the lists it leaves must be whole (gateann_verify
+# and gateann_graph: within max_neighbors, no self edges, every node once) and
+# every row must still find a copy of itself.
+$node->safe_psql('postgres', q{
+CREATE TABLE copies (id int PRIMARY KEY, embedding real[]) WITH (parallel_workers = 1);
+CREATE TABLE distinct_vectors (k int, embedding real[]);
+} . random_vectors_sql('distinct_vectors', 300, 8) . q{
+INSERT INTO copies SELECT k + 300 * c, embedding
+  FROM distinct_vectors, generate_series(0, 39) c;
+ANALYZE copies;
+});
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres', q{
+SET log_min_messages = debug1;
+SET max_parallel_maintenance_workers = 1;
+CREATE INDEX copies_idx ON copies USING gateann (embedding)
+  WITH (max_neighbors = 8, build_search_list_size = 32);
+});
+my $log = slurp_file($node->logfile, $offset);
+like($log, qr/building the graph, pass 1 \(nodes \d+ to \d+\), with 1 of 1 parallel workers launched/,
+	'copies: built by the leader and one worker');
+my @redone = ($log =~ /this process has redone (\d+) prunes of lists another changed meanwhile/g);
+cmp_ok(scalar(@redone), '>=', 2, 'copies: both processes visited nodes');
+note('prunes redone on a changed list: ' . join(', ', @redone));
+is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('copies_idx')}),
+	'0', 'copies: gateann_verify finds nothing wrong');
+is( $node->safe_psql(
+		'postgres', q{
+SELECT count(*) FILTER (WHERE cardinality(neighbors) > 8
+                           OR node = ANY (neighbors)
+                           OR cardinality(neighbors) = 0),
+       count(DISTINCT node) = count(*) AND count(*) = 12000
+  FROM gateann_graph('copies_idx')}),
+	'0|t',
+	'copies: every node once, each list non-empty, within max_neighbors, no self edge');
+is( $node->safe_psql(
+		'postgres', q{
+SET enable_seqscan = off;
+SELECT count(*) FROM copies s
+ WHERE s.id % 400 = 0
+   AND (SELECT o.embedding <-> s.embedding FROM copies o
+         ORDER BY o.embedding <-> s.embedding LIMIT 1) = 0}),
+	'30', 'copies: every sampled row finds a copy of itself');
+
 $node->stop;
 done_testing();
