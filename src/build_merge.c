@@ -28,6 +28,7 @@
 #include "compat.h"
 #include "distance.h"
 #include "graph.h"
+#include "order.h"
 #include "parallel.h"
 
 #include "commands/progress.h"
@@ -307,22 +308,12 @@ form_partitions(GateannMergeBuild *mb, Groups *gr, uint32 share)
 		total = gr->count[seed];
 		for (;;)
 		{
-			int			best = -1;
-			float		bestd = 0;
+			uint8		skip[GATEANN_PQ_CENTROIDS];
+			int			best;
 
 			for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
-			{
-				float		d;
-
-				if (placed[g] || total + gr->count[g] > share)
-					continue;
-				d = gateann_l2sq(coarse + (Size) seed * dims, coarse + (Size) g * dims, dims);
-				if (best < 0 || d < bestd)
-				{
-					best = g;
-					bestd = d;
-				}
-			}
+				skip[g] = placed[g] || total + gr->count[g] > share;
+			best = gateann_nearest_unskipped(coarse, GATEANN_PQ_CENTROIDS, dims, seed, skip);
 			if (best < 0)
 				break;
 			placed[best] = true;

@@ -88,6 +88,30 @@ gateann_locality_order_scratch_bytes(uint32_t n, int dims)
  * a query crossing from one group into the next stays in nearby memory.
  * rank[c] receives group c's position.
  */
+int
+gateann_nearest_unskipped(const float *centroids, int k, int dims, int from,
+							  const uint8_t *skip)
+{
+	int			nearest = -1;
+	float		best = 0.0f;
+	int			c;
+
+	for (c = 0; c < k; c++)
+	{
+		float		d;
+
+		if (skip[c])
+			continue;
+		d = gateann_l2sq(centroids + (size_t) from * dims, centroids + (size_t) c * dims, dims);
+		if (nearest < 0 || d < best)
+		{
+			nearest = c;
+			best = d;
+		}
+	}
+	return nearest;
+}
+
 static void
 chain_centroids(const float *centroids, int dims, uint8_t rank[ORDER_CLUSTERS])
 {
@@ -98,28 +122,11 @@ chain_centroids(const float *centroids, int dims, uint8_t rank[ORDER_CLUSTERS])
 	memset(placed, 0, sizeof(placed));
 	for (pos = 0; pos < ORDER_CLUSTERS; pos++)
 	{
-		int			next = -1;
-		float		best = 0.0f;
-		int			c;
-
 		rank[cur] = (uint8_t) pos;
 		placed[cur] = 1;
-		for (c = 0; c < ORDER_CLUSTERS; c++)
-		{
-			float		d;
-
-			if (placed[c])
-				continue;
-			d = gateann_l2sq(centroids + (size_t) cur * dims, centroids + (size_t) c * dims, dims);
-			if (next < 0 || d < best)
-			{
-				next = c;
-				best = d;
-			}
-		}
-		if (next < 0)
+		cur = gateann_nearest_unskipped(centroids, ORDER_CLUSTERS, dims, cur, placed);
+		if (cur < 0)
 			break;
-		cur = next;
 	}
 }
 

@@ -35,6 +35,13 @@ extern void gateann_locality_order(const float *vectors, uint32_t n, int dims,
 								   void (*check_interrupts) (void));
 
 /*
+ * Of k centroids of dims floats, the one nearest centroid `from` that
+ * skip[c] does not rule out (skip[c] != 0), or -1 when every one is
+ */
+extern int	gateann_nearest_unskipped(const float *centroids, int k, int dims,
+									  int from, const uint8_t *skip);
+
+/*
  * Rearrange n rows of row_bytes each in place so that row i then holds what
  * row order[i] held (order a permutation of 0..n-1).  done: (n + 7) / 8
  * zeroed bytes; tmp: row_bytes.

@@ -227,6 +227,25 @@ gateann_record_intact(const GateannMetaPageData *meta, const char *rec)
 	return GateannRecordHeader(rec)->check == record_check(meta, rec);
 }
 
+/*
+ * Read block blkno of the index and lock it in mode; an error if it is not
+ * a node page (the index is damaged)
+ */
+static Buffer
+lock_node_page(Relation index, BlockNumber blkno, BufferAccessStrategy strategy, int mode)
+{
+	Buffer		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
+
+	LockBuffer(buf, mode);
+	if (!gateann_page_is_valid(BufferGetPage(buf), GATEANN_PAGE_NODES))
+		ereport(ERROR,
+				(errcode(ERRCODE_INDEX_CORRUPTED),
+				 errmsg("gateann index \"%s\": block %u is not a node page",
+						RelationGetRelationName(index), blkno),
+				 errhint("REINDEX the index.")));
+	return buf;
+}
+
 int
 gateann_read_record(Relation index, const GateannMetaPageData *meta,
 					uint32 node_id, char *dst, BufferAccessStrategy strategy)
@@ -242,15 +261,8 @@ gateann_read_record(Relation index, const GateannMetaPageData *meta,
 		Page		page;
 		uint32		chunk;
 
-		buf = ReadBufferExtended(index, MAIN_FORKNUM, blkno, RBM_NORMAL, strategy);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		buf = lock_node_page(index, blkno, strategy, BUFFER_LOCK_SHARE);
 		page = BufferGetPage(buf);
-		if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("gateann index \"%s\": block %u is not a node page",
-							RelationGetRelationName(index), blkno),
-					 errhint("REINDEX the index.")));
 		chunk = Min(remaining, (uint32) GATEANN_PAGE_CAPACITY - loc.offset);
 		memcpy(dst, PageGetContents(page) + loc.offset, chunk);
 		UnlockReleaseBuffer(buf);
@@ -364,18 +376,9 @@ gateann_read_header(Relation index, const GateannMetaPageData *meta, uint32 node
 					GateannNodeHeader *hdr)
 {
 	GateannRecordLoc loc = gateann_record_location(meta, node_id);
-	Buffer		buf = ReadBuffer(index, loc.block);
-	Page		page;
+	Buffer		buf = lock_node_page(index, loc.block, NULL, BUFFER_LOCK_SHARE);
 
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	if (!gateann_page_is_valid(page, GATEANN_PAGE_NODES))
-		ereport(ERROR,
-				(errcode(ERRCODE_INDEX_CORRUPTED),
-				 errmsg("gateann index \"%s\": block %u is not a node page",
-						RelationGetRelationName(index), loc.block),
-				 errhint("REINDEX the index.")));
-	memcpy(hdr, PageGetContents(page) + loc.offset, sizeof(GateannNodeHeader));
+	memcpy(hdr, PageGetContents(BufferGetPage(buf)) + loc.offset, sizeof(GateannNodeHeader));
 	UnlockReleaseBuffer(buf);
 }
 
@@ -477,15 +480,8 @@ gateann_record_lock(Relation index, const GateannMetaPageData *meta, uint32 id,
 	{
 		BlockNumber blkno = loc.block + ed->page_index[i];
 
-		ed->bufs[i] = ReadBuffer(index, blkno);
-		LockBuffer(ed->bufs[i], BUFFER_LOCK_EXCLUSIVE);
+		ed->bufs[i] = lock_node_page(index, blkno, NULL, BUFFER_LOCK_EXCLUSIVE);
 		ed->pages[i] = BufferGetPage(ed->bufs[i]);
-		if (!gateann_page_is_valid(ed->pages[i], GATEANN_PAGE_NODES))
-			ereport(ERROR,
-					(errcode(ERRCODE_INDEX_CORRUPTED),
-					 errmsg("gateann index \"%s\": block %u is not a node page",
-							RelationGetRelationName(index), blkno),
-					 errhint("REINDEX the index.")));
 	}
 }
 

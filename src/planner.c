@@ -48,6 +48,20 @@
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
+/* An exact index clause on column indexcol for rinfo, checked as indexqual */
+static IndexClause *
+new_index_clause(RestrictInfo *rinfo, RestrictInfo *indexqual, int indexcol)
+{
+	IndexClause *iclause = makeNode(IndexClause);
+
+	iclause->rinfo = rinfo;
+	iclause->indexquals = list_make1(indexqual);
+	iclause->lossy = false;
+	iclause->indexcol = indexcol;
+	iclause->indexcols = NIL;
+	return iclause;
+}
+
 /*
  * The index clause for rinfo, "indexkey opno rightop" on column indexcol
  * of index (ScalarArrayOpExpr or OpExpr alike), or NULL: the tests of the
@@ -58,7 +72,6 @@ operand_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index
 					 int indexcol, Node *leftop, Node *rightop, Oid opno, Oid inputcollid)
 {
 	Oid			idxcoll = index->indexcollations[indexcol];
-	IndexClause *iclause;
 
 	if (!match_index_to_operand(leftop, indexcol, index))
 		return NULL;
@@ -70,13 +83,7 @@ operand_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index
 	if (!op_in_opfamily(opno, index->opfamily[indexcol]))
 		return NULL;
 
-	iclause = makeNode(IndexClause);
-	iclause->rinfo = rinfo;
-	iclause->indexquals = list_make1(rinfo);
-	iclause->lossy = false;
-	iclause->indexcol = indexcol;
-	iclause->indexcols = NIL;
-	return iclause;
+	return new_index_clause(rinfo, rinfo, indexcol);
 }
 
 /* "indexkey op ANY (array)" on column indexcol, or NULL */
@@ -106,7 +113,6 @@ bool_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	Node	   *operand;
 	bool		value;
 	Expr	   *op;
-	IndexClause *iclause;
 
 	if (IsA(clause, BooleanTest))
 	{
@@ -134,13 +140,7 @@ bool_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 
 	op = make_opclause(BooleanEqualOperator, BOOLOID, false, (Expr *) operand,
 					   (Expr *) makeBoolConst(value, false), InvalidOid, InvalidOid);
-	iclause = makeNode(IndexClause);
-	iclause->rinfo = rinfo;
-	iclause->indexquals = list_make1(make_simple_restrictinfo(root, op));
-	iclause->lossy = false;
-	iclause->indexcol = indexcol;
-	iclause->indexcols = NIL;
-	return iclause;
+	return new_index_clause(rinfo, make_simple_restrictinfo(root, op), indexcol);
 }
 
 /*

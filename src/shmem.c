@@ -196,9 +196,12 @@ entry_abandoned(const RegistryEntry *e)
 	return e->state == ENTRY_LOADING && !loader_alive(e->loader_pid);
 }
 
-/* before_shmem_exit: give back the entries this backend was loading */
+/*
+ * Remove, under the registry lock, every entry that matches(e, arg) selects.
+ * Removing a LOADING entry frees it (its loader never made a segment).
+ */
 static void
-release_own_loads(int code, Datum arg)
+remove_entries(bool (*matches) (const RegistryEntry *e, const void *arg), const void *arg)
 {
 	int			i;
 
@@ -207,13 +210,44 @@ release_own_loads(int code, Datum arg)
 	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
 	for (i = 0; i < REGISTRY_ENTRIES; i++)
 	{
-		RegistryEntry *e = &registry->entries[i];
-
-		if (e->state == ENTRY_LOADING && e->loader_pid == MyProcPid)
-			memset(e, 0, sizeof(*e));
+		if (matches(&registry->entries[i], arg))
+			entry_remove(&registry->entries[i]);
 	}
 	LWLockRelease(registry->lock);
+}
+
+static bool
+loading_by_me(const RegistryEntry *e, const void *arg)
+{
+	return e->state == ENTRY_LOADING && e->loader_pid == MyProcPid;
+}
+
+/* before_shmem_exit: give back the entries this backend was loading */
+static void
+release_own_loads(int code, Datum arg)
+{
+	if (registry == NULL)
+		return;
+	remove_entries(loading_by_me, NULL);
 	ConditionVariableBroadcast(&registry->cv);
+}
+
+/* The ready entries of a database's index and table (either InvalidOid: any) */
+typedef struct EntryFilter
+{
+	Oid			dboid;
+	Oid			indexoid;
+	Oid			heapoid;
+} EntryFilter;
+
+static bool
+ready_entry_of(const RegistryEntry *e, const void *arg)
+{
+	const EntryFilter *f = arg;
+
+	return e->state == ENTRY_READY && e->key.dboid == f->dboid &&
+		(!OidIsValid(f->indexoid) || e->key.indexoid == f->indexoid) &&
+		(!OidIsValid(f->heapoid) || e->key.heapoid == f->heapoid);
 }
 
 /*
@@ -223,21 +257,9 @@ release_own_loads(int code, Datum arg)
 static void
 forget_entries(Oid dboid, Oid indexoid, Oid heapoid)
 {
-	int			i;
+	EntryFilter f = {dboid, indexoid, heapoid};
 
-	if (registry == NULL)
-		return;
-	LWLockAcquire(registry->lock, LW_EXCLUSIVE);
-	for (i = 0; i < REGISTRY_ENTRIES; i++)
-	{
-		RegistryEntry *e = &registry->entries[i];
-
-		if (e->state == ENTRY_READY && e->key.dboid == dboid &&
-			(!OidIsValid(indexoid) || e->key.indexoid == indexoid) &&
-			(!OidIsValid(heapoid) || e->key.heapoid == heapoid))
-			entry_remove(e);
-	}
-	LWLockRelease(registry->lock);
+	remove_entries(ready_entry_of, &f);
 }
 
 void

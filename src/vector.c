@@ -283,27 +283,32 @@ gateann_internal_distance(GateannMetric metric, const float *a, const float *b, 
  * SQL-callable distances on real[].  They accumulate in double: they are the
  * reference the executor and the tests use.
  */
-static void
-check_same_dims(int a, int b)
+/* The two real[] arguments of a distance function, of the same dimensions */
+static int
+distance_arguments(FunctionCallInfo fcinfo, float **a, float **b)
 {
-	if (a != b)
+	int			na,
+				nb;
+
+	*a = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(0), &na);
+	*b = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	if (na != nb)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("different vector dimensions %d and %d", a, b)));
+				 errmsg("different vector dimensions %d and %d", na, nb)));
+	return na;
 }
 
 Datum
 gateann_l2_distance(PG_FUNCTION_ARGS)
 {
-	int			na,
-				nb,
-				i;
-	float	   *a = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a,
+			   *b;
+	int			n = distance_arguments(fcinfo, &a, &b);
 	double		sum = 0;
+	int			i;
 
-	check_same_dims(na, nb);
-	for (i = 0; i < na; i++)
+	for (i = 0; i < n; i++)
 	{
 		double		d = (double) a[i] - b[i];
 
@@ -315,15 +320,13 @@ gateann_l2_distance(PG_FUNCTION_ARGS)
 Datum
 gateann_negative_inner_product(PG_FUNCTION_ARGS)
 {
-	int			na,
-				nb,
-				i;
-	float	   *a = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a,
+			   *b;
+	int			n = distance_arguments(fcinfo, &a, &b);
 	double		sum = 0;
+	int			i;
 
-	check_same_dims(na, nb);
-	for (i = 0; i < na; i++)
+	for (i = 0; i < n; i++)
 		sum += (double) a[i] * b[i];
 	PG_RETURN_FLOAT8(-sum);
 }
@@ -331,18 +334,16 @@ gateann_negative_inner_product(PG_FUNCTION_ARGS)
 Datum
 gateann_cosine_distance(PG_FUNCTION_ARGS)
 {
-	int			na,
-				nb,
-				i;
-	float	   *a = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(0), &na);
-	float	   *b = gateann_array_vector(PG_GETARG_ARRAYTYPE_P(1), &nb);
+	float	   *a,
+			   *b;
+	int			n = distance_arguments(fcinfo, &a, &b);
 	double		dot = 0,
 				norma = 0,
 				normb = 0,
 				sim;
+	int			i;
 
-	check_same_dims(na, nb);
-	for (i = 0; i < na; i++)
+	for (i = 0; i < n; i++)
 	{
 		dot += (double) a[i] * b[i];
 		norma += (double) a[i] * a[i];
