@@ -433,6 +433,11 @@ CREATE AGGREGATE gateann_kmeans(vector real[], clusters integer) (
 CREATE FUNCTION gateann_nearest_centroid(vector real[], centroids real[], rank integer DEFAULT 1)
 	RETURNS integer
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+-- what a client binds a list of floats as; real[] centres are cast to it
+CREATE FUNCTION gateann_nearest_centroid(vector double precision[],
+	centroids double precision[], rank integer DEFAULT 1)
+	RETURNS integer
+	AS 'MODULE_PATHNAME', 'gateann_nearest_centroid' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 CREATE FUNCTION gateann_graph(index regclass,
 	OUT node bigint, OUT heap_tid tid, OUT deleted boolean, OUT entry_point boolean,

@@ -42,8 +42,8 @@ SET max_parallel_workers_per_gather = 0;
 -- plan-time pruning: the query and the centres as constants
 SELECT (SELECT c FROM rt_centroids) AS c \gset
 EXPLAIN (COSTS OFF) SELECT id FROM rtp
-  WHERE cluster IN (gateann_nearest_centroid('{0,0,31,0,0,0,0,0}', :'c', 1),
-                    gateann_nearest_centroid('{0,0,31,0,0,0,0,0}', :'c', 2))
+  WHERE cluster IN (gateann_nearest_centroid('{0,0,31,0,0,0,0,0}', :'c'::real[], 1),
+                    gateann_nearest_centroid('{0,0,31,0,0,0,0,0}', :'c'::real[], 2))
   ORDER BY v <-> '{0,0,31,0,0,0,0,0}' LIMIT 10;
 -- when the executor starts: parameters of a generic plan
 SET plan_cache_mode = force_generic_plan;
@@ -54,6 +54,18 @@ EXPLAIN (COSTS OFF) EXECUTE routed('{0,0,31,0,0,0,0,0}', :'c');
 CREATE TEMP TABLE rt_got AS EXECUTE routed('{0,0,31,0,0,0,0,0}', :'c');
 SELECT count(*) AS of_the_exact_10 FROM rt_got JOIN (SELECT id FROM rt
   ORDER BY v <-> '{0,0,31,0,0,0,0,0}' LIMIT 10) e USING (id);
+-- a client binds a list of floats as double precision[]: the same
+-- clusters (real[] centres are cast), the same pruning, the same rows
+SELECT gateann_nearest_centroid('{0,0,31,0,0,0,0,0}'::float8[], c) AS f8_query,
+       gateann_nearest_centroid('{0,0,31,0,0,0,0,0}'::float8[], c::float8[], 2) AS f8_both,
+       gateann_nearest_centroid('{0,0,31,0,0,0,0,0}', c) AS real_first,
+       gateann_nearest_centroid('{0,0,31,0,0,0,0,0}', c, 2) AS real_second
+  FROM rt_centroids;
+PREPARE routed8(float8[], float8[]) AS SELECT id FROM rtp
+  WHERE cluster IN (gateann_nearest_centroid($1, $2, 1)) ORDER BY v <-> $1 LIMIT 10;
+EXPLAIN (COSTS OFF) EXECUTE routed8('{0,0,31,0,0,0,0,0}', :'c');
+CREATE TEMP TABLE rt_got8 AS EXECUTE routed8('{0,0,31,0,0,0,0,0}', :'c');
+SELECT count(*) AS same_rows FROM rt_got8 JOIN rt_got USING (id);
 RESET plan_cache_mode;
 RESET max_parallel_workers_per_gather;
 RESET enable_seqscan;
@@ -67,7 +79,10 @@ SELECT gateann_kmeans(v, 2) FROM (VALUES ('{1,2}'::real[]), ('{1,2,3}')) t(v);
 SELECT gateann_kmeans(v, 1) FROM (VALUES ('{1,NaN}'::real[])) t(v);
 SELECT gateann_nearest_centroid('{1,2,3}', c) FROM rt_centroids;
 SELECT gateann_nearest_centroid('{0,0,31,0,0,0,0,0}', c, 5) FROM rt_centroids;
-SELECT gateann_nearest_centroid('{1,2}', '{1,2}');
-SELECT gateann_nearest_centroid('{1,2}', '{{1,2},{3,NULL}}');
+SELECT gateann_nearest_centroid('{1,2}'::real[], '{1,2}');
+SELECT gateann_nearest_centroid('{1,2}'::real[], '{{1,2},{3,NULL}}');
+SELECT gateann_nearest_centroid('{1,2}'::float8[], '{{1,2},{3,1e300}}');
+-- two literals: either function fits, the caller says which type
+SELECT gateann_nearest_centroid('{1,2}', '{{1,2},{3,4}}');
 DROP TABLE rt, rt_centroids, rtp;
 DROP FUNCTION rt_noise(int, int);

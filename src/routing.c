@@ -159,14 +159,22 @@ gateann_kmeans_final(PG_FUNCTION_ARGS)
 											 sizeof(float4), true, TYPALIGN_INT));
 }
 
-/* Centroids: a k x d real[] without NULLs (what gateann_kmeans returns) */
+/*
+ * Centroids: a k x d real[] (what gateann_kmeans returns) or double
+ * precision[] (what a client binds) without NULLs
+ */
 static const float *
 centroid_rows(ArrayType *arr, int *k, int *dims)
 {
-	if (ARR_ELEMTYPE(arr) != FLOAT4OID || ARR_NDIM(arr) != 2)
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	float	   *rows;
+	const double *in;
+	int			i;
+
+	if ((elemtype != FLOAT4OID && elemtype != FLOAT8OID) || ARR_NDIM(arr) != 2)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
-				 errmsg("centroids must be a two-dimensional real[], one centre a row"),
+				 errmsg("centroids must be a two-dimensional real[] or double precision[], one centre a row"),
 				 errhint("Make them with the aggregate gateann_kmeans(vector, k).")));
 	if (ARR_HASNULL(arr) && array_contains_nulls(arr))
 		ereport(ERROR,
@@ -174,7 +182,13 @@ centroid_rows(ArrayType *arr, int *k, int *dims)
 				 errmsg("centroids must not contain NULL elements")));
 	*k = ARR_DIMS(arr)[0];
 	*dims = ARR_DIMS(arr)[1];
-	return (const float *) ARR_DATA_PTR(arr);
+	if (elemtype == FLOAT4OID)
+		return (const float *) ARR_DATA_PTR(arr);
+	in = (const double *) ARR_DATA_PTR(arr);
+	rows = palloc(sizeof(float) * (Size) *k * *dims);
+	for (i = 0; i < *k * *dims; i++)
+		rows[i] = (float) in[i];
+	return rows;
 }
 
 Datum
