@@ -478,6 +478,14 @@ def table(header, rows):
     return out
 
 
+# Runs whose bullet render() has printed in full, and the first run with each
+# note and source: a run's later bullets on the page say "as above", a repeated
+# note or source names the run that printed it (one bullet per run per table
+# still, each naming its run and commit).
+_DESCRIBED = set()
+_TEXTS = {}
+
+
 def footnotes(used):
     out = []
     for r in newest_first({r["run"]: r for r in used}.values()):
@@ -486,12 +494,19 @@ def footnotes(used):
             bits.append(f"PG {r['server']}")
         bits.append((r.get("started") or "")[:10])
         line = "- " + ", ".join(bits)
+        if r["run"] in _DESCRIBED:
+            out.append(line + ": as above.")
+            continue
+        _DESCRIBED.add(r["run"])
         if r.get("command"):
             line += f": `{r['command'].strip()}`"
-        if r.get("note"):
-            line += f". {r['note']}"
-        if r.get("source"):
-            line += f" (source: {r['source']})"
+        for key, full, again in (("note", ". {}", ". Note as for `{}`."),
+                                 ("source", " (source: {})", " (source as for `{}`)")):
+            text = r.get(key)
+            if text:
+                first = _TEXTS.setdefault((key, text), r["run"])
+                line += (full if first == r["run"] else again).format(
+                    text if first == r["run"] else first)
         out.append(line)
     return out
 
@@ -660,6 +675,19 @@ def _timed_query_only(r):
         return False
 
 
+def _is_ancestor(a, b):
+    """Whether commit a is an ancestor of a different commit b (False when
+    either is unknown or git cannot tell)."""
+    a, b = (a or "").rstrip("+"), (b or "").rstrip("+")
+    if not a or not b or a.startswith(b) or b.startswith(a):
+        return False
+    try:
+        return subprocess.run(["git", "-C", REPO, "merge-base", "--is-ancestor", a, b],
+                              capture_output=True, check=False).returncode == 0
+    except OSError:
+        return False
+
+
 def _qps(p, clients):
     """A point's QPS: one client from its timed pass, more from its qpsN."""
     if clients == 1:
@@ -718,7 +746,9 @@ def t_speed(runs, n, clients=1, rival="pgvector"):
                 elif g[0] is not None:
                     ratio = "only gateann"
                 cells.append(f"{cell(g)} / {cell(v)}" + (f" = {ratio}×" if ratio[0].isdigit() else
-                                                        ": only gateann" if ratio != "–" else ""))
+                                                        ": only gateann" if ratio != "–" else "")
+                             + ("" if clients != 1 or rival != "pgvector" else _speed_more(
+                                 r, shape, metric, wl)))
                 rs.append(r)
                 break
             else:
@@ -730,46 +760,43 @@ def t_speed(runs, n, clients=1, rival="pgvector"):
         more = "" if clients == 1 else f" --clients 1,{clients}"
         return not_measured(f"`bench/run.sh shapes --n {n} --L 20,40,100,200 "
                             f"--engines gateann_gate,{rival}{more}`")
+    more = ("" if clients != 1 or rival != "pgvector" else
+            " Then, where the same run measured them, 2 clients: gateann's best QPS over "
+            "pgvector HNSW's, 2 clients at once; VectorChord: over VectorChord's (vchordrq, "
+            "lists ≈ √rows, probes swept with L), one client; only gateann (the rival's best "
+            "recall): the rival never reached 0.95; never (gateann's best recall): gateann did "
+            "not.")
     return (table(["shape", "metric"] + SPEED_WORKLOADS + ["run"], rows)
             + ["", f"Cells: gateann QPS (L, recall) / {name} QPS ({knob}, recall) = ratio, "
                f"{'one client' if clients == 1 else f'{clients} clients at once'}, at the "
-               "fastest point with recall@10 ≥ 0.95; never: not reached at any value swept."]
+               "fastest point with recall@10 ≥ 0.95; never: not reached at any value swept."
+               + more]
             + [""] + footnotes(used))
 
 
-def t_speed_more(runs, n):
-    """Ratios only, from one run that measured both: gateann's best QPS at
-    recall@10 >= 0.95 over pgvector HNSW's with 2 clients at once, and over
-    VectorChord's with one client (t_speed's rules otherwise)."""
-    cand = [r for r in _default_shapes(runs, n)
-            if len(r.get("options", {}).get("L") or []) >= 3 and _timed_query_only(r)
-            and any(p.get("qps2") for p in r.get("points", []))
-            and any(p["engine"] == "vchordrq" for p in r.get("points", []))]
-    if not cand:
-        return not_measured(f"`bench/run.sh shapes --n {n} --L 20,40,100,200 "
-                            "--engines gateann_gate,pgvector,vchordrq --clients 1,2`")
-    r = cand[0]
+def _speed_ratio(r, shape, metric, wl, rival, clients):
+    """gateann's best QPS at recall@10 >= 0.95 over a rival's in run r, as
+    text, or None when r did not measure both."""
+    g = _best_qps(r, shape, metric, wl, "gateann_gate", clients)
+    v = _best_qps(r, shape, metric, wl, rival, clients)
+    if g is None or v is None:
+        return None
+    if g[0] is None:
+        return f"never ({f3(g[2])})"
+    if v[0] is None:
+        return f"only gateann ({f3(v[2])})"
+    return f"{g[0] / v[0]:.2f}×"
 
-    def ratio(shape, metric, wl, rival, clients):
-        g = _best_qps(r, shape, metric, wl, "gateann_gate", clients)
-        v = _best_qps(r, shape, metric, wl, rival, clients)
-        if g is None or v is None:
-            return "–"
-        if g[0] is None:
-            return f"never ({f3(g[2])})"
-        if v[0] is None:
-            return f"only gateann ({f3(v[2])})"
-        return f"{g[0] / v[0]:.2f}×"
-    pairs = sorted({(f["shape"], f["metric"]) for f in r.get("facts", [])}, key=_shape_key)
-    wls = [w for w in SPEED_WORKLOADS if any(p["workload"] == w for p in r.get("points", []))]
-    rows = [[shape, metric] + [f"{ratio(shape, metric, w, 'pgvector', 2)} / "
-                               f"{ratio(shape, metric, w, 'vchordrq', 1)}" for w in wls]
-            for shape, metric in pairs]
-    return (table(["shape", "metric"] + wls, rows)
-            + ["", "Cells: gateann's best QPS over pgvector HNSW's with 2 clients at once / over "
-               "VectorChord's (vchordrq, lists ≈ √rows, probes swept with L) with one client, "
-               "both at recall@10 ≥ 0.95; only gateann (the rival's best recall): the rival never "
-               "reached it; never (gateann's best recall): gateann did not."] + [""] + footnotes([r]))
+
+def _speed_more(r, shape, metric, wl):
+    """What a speed cell's run also measured: gateann over pgvector HNSW with
+    2 clients at once, and over VectorChord with one client."""
+    out = ""
+    for label, rival, clients in (("2 clients", "pgvector", 2), ("VectorChord", "vchordrq", 1)):
+        x = _speed_ratio(r, shape, metric, wl, rival, clients)
+        if x is not None:
+            out += f"; {label}: {x}"
+    return out
 
 
 FILTER_FORMS = [("gateann_gate", "int column"), ("gateann_jsonb", "jsonb @>"),
@@ -944,8 +971,10 @@ def _newest_writes(runs):
 
 
 def t_writes(runs):
-    """Writes benchmark steps, newest run per data-set size."""
+    """Writes benchmark steps, newest run per data-set size and store sharing,
+    and their recall (_writes_recall) in the same row."""
     rows, used = [], []
+    rec_head, rec = _writes_recall(runs)
     for r in _newest_writes(runs):
         s = r.get("steps", {})
 
@@ -963,22 +992,27 @@ def t_writes(runs):
                      f"{fint(g('reinsert_c2', 'rows_per_second'))} ({fint(g('after_reinsert', 'free_slots'))} left)",
                      f"{mib(g('build', 'index_bytes'))} → {mib(g('after_inserts', 'index_bytes'))} → "
                      f"{mib(g('after_reinsert', 'index_bytes'))}",
-                     f"{fms(g('fresh', 'seconds'))} / {fms(g('reindex', 'seconds'))}", ref(r)])
+                     f"{fms(g('fresh', 'seconds'))} / {fms(g('reindex', 'seconds'))}"]
+                    + rec[r["run"]] + [ref(r)])
         used.append(r)
     if not rows:
         return not_measured("`bench/run.sh writes`")
-    return table(["data", "build s (pgvector HNSW)", "insert rows/s: 1 / 2 clients (pgvector HNSW)",
-                  "delete 20 % + VACUUM s",
-                  "re-insert rows/s, 2 clients (free slots)", "index MiB: built → +inserts → re-inserted",
-                  "fresh build s / REINDEX s", "run"], rows) + [""] + footnotes(used)
+    return (table(["data", "build s (pgvector HNSW)", "insert rows/s: 1 / 2 clients (pgvector HNSW)",
+                   "delete 20 % + VACUUM s",
+                   "re-insert rows/s, 2 clients (free slots)", "index MiB: built → +inserts → re-inserted",
+                   "fresh build s / REINDEX s"] + rec_head + ["run"], rows)
+            + ["", "Recall cells: after the churn / a fresh build (difference); after "
+               "re-inserting / REINDEX (difference)."]
+            + [""] + footnotes(used))
 
 
-def t_writes_recall(runs):
-    """Recall after the churn and after re-inserting: a row per run and
-    workload, a cell per L."""
-    rows, used = [], []
+def _writes_recall(runs):
+    """Recall after the churn and after re-inserting, for t_writes: the column
+    names (a workload and L each) and every run's cells."""
     cand = list(_newest_writes(runs))
-    Ls = sorted({x["L"] for r in cand for x in r.get("recall", {}).get("churned", [])})
+    cols = sorted({(x["workload"], x["L"]) for r in cand for x in r.get("recall", {}).get("churned", [])},
+                  key=lambda c: (c[0] != "unfiltered", c[0], c[1]))
+    cells = {}
     for r in cand:
         rc = r.get("recall", {})
 
@@ -989,19 +1023,10 @@ def t_writes_recall(runs):
             if a is None or b is None:
                 return "–"
             return f"{a:.3f} / {b:.3f} ({a - b:+.3f})"
-        wls = sorted({x["workload"] for x in rc.get("churned", [])},
-                     key=lambda w: (w != "unfiltered", w))
-        for wl in wls:
-            rows.append([rows_label(r.get("n")), wl]
-                        + [f"{pair(get('churned', wl, L), get('fresh', wl, L))}; "
+        cells[r["run"]] = [f"{pair(get('churned', wl, L), get('fresh', wl, L))}; "
                            f"{pair(get('churned_reinsert', wl, L), get('fresh_reinsert', wl, L))}"
-                           for L in Ls] + [ref(r)])
-        used.append(r)
-    if not rows:
-        return not_measured("`bench/run.sh writes`")
-    return (table(["rows", "workload"] + [f"L = {L}" for L in Ls] + ["run"], rows)
-            + ["", "Cells: recall after the churn / a fresh build (difference); after "
-               "re-inserting / REINDEX (difference)."])
+                           for wl, L in cols]
+    return [f"recall {wl}, L = {L}" for wl, L in cols], cells
 
 
 def t_mix(runs):
@@ -1059,8 +1084,13 @@ def t_fuzz(runs):
 
 def t_eviction(runs):
     """Rows inserted into freed slots while the store budget evicts and reloads
-    the index's store (bench/eviction.py): every run, newest first."""
+    the index's store (bench/eviction.py): the runs of the newest code, newest
+    first (a run whose commit is an ancestor of another run's is left out, such
+    as the one of the code before issue 32's fixes, made after them; it stays
+    in bench/results/curated/)."""
     cand = of_kind(runs, "eviction")
+    cand = [r for r in cand if not any(
+        _is_ancestor(r.get("commit"), o.get("commit")) for o in cand if o is not r)]
     if not cand:
         return not_measured("`bench/run.sh eviction`")
     rows = [[f"{fint(r.get('seconds'))} s, "
@@ -1095,16 +1125,20 @@ def t_memory_walk(runs):
 
 
 def memory_tables_per_shape(cand):
-    """memory_table of the newest run of each shape and size among cand."""
-    out, seen = [], set()
+    """memory_table of the newest run of each shape and size among cand; the
+    ablations at one L side by side in one table."""
+    out, seen, abl = [], set(), []
     for r in cand:
         f = r.get("memory") or {}
         if (f.get("shape"), f.get("n")) in seen:
             continue
         seen.add((f.get("shape"), f.get("n")))
-        one_l = len({p["L"] for p in r.get("points") or []}) == 1
-        out += ([""] if out else []) + (ablation_table(r) if one_l and len(_varied(r)) > 1
-                                        else memory_table(r))
+        if len({p["L"] for p in r.get("points") or []}) == 1 and len(_varied(r)) > 1:
+            abl.append(r)
+        else:
+            out += ([""] if out else []) + memory_table(r)
+    if abl:
+        out += ([""] if out else []) + ablation_table(abl)
     return out
 
 
@@ -1113,38 +1147,54 @@ ABLATION_NAMES = {"read_list": "memory walk", "page_search": "page reuse",
                   "dynamic_width": "dynamic width"}
 
 
-def ablation_table(r):
-    """A memory run at one L that varied several settings: a row per
-    combination of them, a column per record cache budget and workload."""
-    f = r.get("memory") or {}
-    pts = r.get("points") or []
-    varied = _varied(r)
-    cols = list(dict.fromkeys((p["cache_mb"], p["cache_share"], p["workload"]) for p in pts))
-    combos = list(dict.fromkeys(tuple(p.get(k, ABLATION[k]) for k in varied) for p in pts))
-    combos.sort(key=lambda c: sum(v != ABLATION[k] for k, v in zip(varied, c)))
+def ablation_table(rs):
+    """Memory runs at one L that varied several settings: a row per
+    combination of them, a column per run, record cache budget and workload."""
+    def name(r):
+        f = r.get("memory") or {}
+        return f"{f.get('shape')}, {rows_label(f.get('n'))}"
+
+    def on(varied, combo):
+        return " + ".join(ABLATION_NAMES[k] + (f" ({v})" if k == "read_list" else "")
+                          for k, v in zip(varied, combo) if v != ABLATION[k]) or "none"
+    head, facts, colsets, names = [], [], [], []
+    for r in rs:
+        f = r.get("memory") or {}
+        pts = r.get("points") or []
+        varied = _varied(r)
+        cols = list(dict.fromkeys((p["cache_mb"], p["cache_share"], p["workload"]) for p in pts))
+        combos = list(dict.fromkeys(tuple(p.get(k, ABLATION[k]) for k in varied) for p in pts))
+        combos.sort(key=lambda c: sum(v != ABLATION[k] for k, v in zip(varied, c)))
+        for c in combos:
+            if on(varied, c) not in names:
+                names.append(on(varied, c))
+        colsets.append((r, varied, cols))
+        head += [(f"{name(r)}: " if len(rs) > 1 else "") + f"{wl}, cache {fint(mb)} MB ({share:.0%})"
+                 for mb, share, wl in cols]
+        L = pts[0]["L"] if pts else "–"
+        facts.append(f"{name(r)}, L = {L}: index {mib(f.get('index_bytes'))} MiB, in-memory "
+                     f"stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
+                     f"{f.get('shared_buffers')}; the device reads "
+                     f"{fint(f.get('device_reads_per_s_qd1'))} random 8 KiB blocks/s at queue "
+                     "depth 1")
     rows = []
-    for combo in combos:
-        on = [ABLATION_NAMES[k] + (f" ({v})" if k == "read_list" else "")
-              for k, v in zip(varied, combo) if v != ABLATION[k]]
+    for nm in names:
         cells = []
-        for mb, share, wl in cols:
-            p = next((p for p in pts if (p["cache_mb"], p["cache_share"], p["workload"]) ==
-                      (mb, share, wl) and tuple(p.get(k, ABLATION[k]) for k in varied) == combo),
-                     None)
-            cells.append("–" if p is None else
-                         f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
-                         f"{p.get('reads_warm')} / {fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
-        rows.append([" + ".join(on) if on else "none"] + cells)
-    L = pts[0]["L"] if pts else "–"
-    return ([f"{f.get('shape')}, {rows_label(f.get('n'))}, L = {L}: index "
-             f"{mib(f.get('index_bytes'))} MiB, in-memory stores {mib(f.get('store_bytes'))} "
-             f"MiB, shared_buffers {f.get('shared_buffers')}; the device reads "
-             f"{fint(f.get('device_reads_per_s_qd1'))} random 8 KiB blocks/s at queue depth 1. "
-             "Cells: recall@10 / device reads per query, first pass → second pass (the same "
-             "queries again) / QPS with 1 / 2 clients (looping over the same queries).", ""]
-            + table(["techniques on"] + [f"{wl}, cache {fint(mb)} MB ({share:.0%})"
-                                         for mb, share, wl in cols], rows)
-            + [""] + footnotes([r]))
+        for r, varied, cols in colsets:
+            pts = r.get("points") or []
+            for mb, share, wl in cols:
+                p = next((p for p in pts if (p["cache_mb"], p["cache_share"], p["workload"]) ==
+                          (mb, share, wl) and on(varied, tuple(p.get(k, ABLATION[k])
+                                                               for k in varied)) == nm), None)
+                cells.append("–" if p is None else
+                             f"{f3(p.get('recall_warm'))} / {p.get('reads_cold')} → "
+                             f"{p.get('reads_warm')} / {fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
+        rows.append([nm] + cells + ([refs(rs)] if len(rs) > 1 else []))
+    return (table(["techniques on"] + head + (["runs"] if len(rs) > 1 else []), rows)
+            + ["", "; ".join(facts) + ". Cells: recall@10 / device reads per query, first pass → "
+               "second pass (the same queries again) / QPS with 1 / 2 clients (looping over the "
+               "same queries)."]
+            + [""] + footnotes(rs))
 
 
 # Settings a memory run may vary, with their value in runs that did not record them
@@ -1193,17 +1243,17 @@ def memory_table(r):
                                 if vals["read_list"] else "")
                              + "".join(f", {k} {vals[k]}" for k in varied
                                        if k != "read_list")] + cells)
-    return ([f"{f.get('shape')}, {rows_label(f.get('n'))}: index {mib(f.get('index_bytes'))} MiB, "
-             f"in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
-             f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
-             "random 8 KiB blocks/s at queue depth 1 (O_DIRECT); the kernel's page cache is "
-             "emptied before each point. Cells: recall@10 / device reads per query, first pass → "
-             "second pass (the same queries again) / "
-             + ("records taken from pages read earlier in the scan (page_hits, second pass) / "
-                if paged else "")
-             + "ms per query (second pass) / QPS with 1 / 2 "
-             "clients (looping over the same queries).", ""]
-            + table(["record cache", "workload"] + [f"L = {L}" for L in Ls], rows)
+    return (table(["record cache", "workload"] + [f"L = {L}" for L in Ls], rows)
+            + ["", f"{f.get('shape')}, {rows_label(f.get('n'))}: index {mib(f.get('index_bytes'))} "
+               f"MiB, in-memory stores {mib(f.get('store_bytes'))} MiB, shared_buffers "
+               f"{f.get('shared_buffers')}; the device reads {fint(f.get('device_reads_per_s_qd1'))} "
+               "random 8 KiB blocks/s at queue depth 1 (O_DIRECT); the kernel's page cache is "
+               "emptied before each point. Cells: recall@10 / device reads per query, first pass → "
+               "second pass (the same queries again) / "
+               + ("records taken from pages read earlier in the scan (page_hits, second pass) / "
+                  if paged else "")
+               + "ms per query (second pass) / QPS with 1 / 2 "
+               "clients (looping over the same queries)."]
             + [""] + footnotes([r]))
 
 
@@ -1241,13 +1291,13 @@ def t_record_precision(runs):
                              f"{fint(p.get('qps_1'))} / {fint(p.get('qps_2'))}")
             rows.append([_precision(r), mib(f.get("index_bytes")), L] + cells)
             used.append(r)
-        out += ([f"{shape}, {rows_label(n)}, shared_buffers {chosen[0]['memory'].get('shared_buffers')}, "
-                 "page cache emptied before each point. Cells: recall@10 / device reads per query "
-                 "/ QPS with 1 / 2 clients.", ""]
+        out += (([""] if out else [])
                 + table(["records", "index MiB", "L"]
                         + [f"{wl}, cache {share:.0%} of the index" for wl, share in cols], rows)
-                + [""])
-    return out + footnotes(used)
+                + ["", f"{shape}, {rows_label(n)}, shared_buffers "
+                   f"{chosen[0]['memory'].get('shared_buffers')}, page cache emptied before each "
+                   "point. Cells: recall@10 / device reads per query / QPS with 1 / 2 clients."])
+    return out + [""] + footnotes(used)
 
 
 def _kib_mib(kb):
@@ -1316,7 +1366,8 @@ def t_build_memory(runs):
 
 def t_build_speed(runs):
     """Build time beside pgvector HNSW (bench/build_speed.py): one row per
-    shape and worker count, from the newest run that has it."""
+    shape and row count, a figure per worker count in each cell, each from the
+    newest run that has it."""
     seen, rows, used = set(), [], []
     for r in of_kind(runs, "build_speed"):
         if (r.get("settings") or {}).get("gateann_with"):
@@ -1335,10 +1386,14 @@ def t_build_speed(runs):
     order = {name: i for i, name in enumerate(
         "current_128 sentences_384 clusters_tight_128 clusters_wide_384 anisotropic_128 "
         "duplicates_128 gauss_128".split())}
-    rows.sort(key=lambda rb: (-(rb[1]["n"] or 0), order.get(rb[1]["shape"], 99), rb[1]["shape"],
-                              rb[1]["workers"]))
-    out = []
+    workers = sorted({b["workers"] for _, b in rows})
+    groups = {}
     for r, b in rows:
+        groups.setdefault((b["n"], b["shape"], b["metric"]), {})[b["workers"]] = (r, b)
+    keys = sorted(groups, key=lambda k: (-(k[0] or 0), order.get(k[1], 99), k[1], k[2]))
+    with_vc = any((b["build_s"] or {}).get("vchordrq") for _, b in rows)
+
+    def fig(r, b, what):
         secs = b["build_s"]
         g, h, v = secs.get("gateann"), secs.get("pgvector"), secs.get("vchordrq")
         pts = {e: {p["L"]: p for p in b.get("points", {}).get(e, [])} for e in secs}
@@ -1350,17 +1405,36 @@ def t_build_speed(runs):
         def zero(e, L):
             p = pts.get(e, {}).get(L)
             return "–" if p is None else str(p["zero"])
-        ratio = f"**{g / h:.2f}×**" if g and h and g > h else (f"{g / h:.2f}×" if g and h else "–")
-        out.append([rows_label(b["n"]), b["shape"], b["metric"], str(b["workers"]), fms(g), fms(h),
-                    ratio, fms(v),
-                    f"{rec('gateann', 40)} / {rec('pgvector', 40)}",
-                    f"{rec('gateann', 100)} / {rec('pgvector', 100)}",
-                    f"{zero('gateann', 100)} / {zero('pgvector', 100)}", ref(r)])
-    return (table(["rows", "shape", "metric", "workers", "gateann s", "HNSW s", "gateann / HNSW",
-                   "VectorChord s", "recall L = 40: gateann / HNSW",
-                   "recall L = 100: gateann / HNSW", "at recall 0, L = 100", "run"], out)
-            + ["", "Workers: max_parallel_maintenance_workers for the build (0: serial; 1: the "
-               "leader and one worker). Build seconds timed by the client, one build at a time, "
+        if what == "g":
+            return fms(g)
+        if what == "h":
+            return fms(h)
+        if what == "ratio":
+            return f"**{g / h:.2f}×**" if g and h and g > h else (f"{g / h:.2f}×" if g and h else "–")
+        if what == "v":
+            return fms(v)
+        if what in (40, 100):
+            return f"{rec('gateann', what)} / {rec('pgvector', what)}"
+        return f"{zero('gateann', 100)} / {zero('pgvector', 100)}"
+    whats = ["g", "h", "ratio"] + (["v"] if with_vc else []) + [40, 100, "zero"]
+    out = []
+    for k in keys:
+        g = groups[k]
+        out.append([rows_label(k[0]), k[1], k[2]]
+                   + ["; ".join(fig(*g[w], what) if w in g else "–" for w in workers)
+                      for what in whats]
+                   + [ref(g[workers[0]][0]) if len({g[w][0]["run"] for w in g}) == 1 and
+                      workers[0] in g else
+                      "; ".join(ref(g[w][0]) if w in g else "–" for w in workers)])
+    each = "; ".join("serial" if w == 0 else f"{w} worker{'s' if w > 1 else ''} beside the leader"
+                     for w in workers)
+    return (table(["rows", "shape", "metric", "gateann s", "HNSW s", "gateann / HNSW"]
+                  + (["VectorChord s"] if with_vc else [])
+                  + ["recall L = 40: gateann / HNSW", "recall L = 100: gateann / HNSW",
+                     "at recall 0, L = 100", "run"], out)
+            + ["", f"Each cell and run: {each} (max_parallel_maintenance_workers "
+               + "; ".join(str(w) for w in workers) + "). "
+               "Build seconds timed by the client, one build at a time, "
                "maintenance_work_mem 4 GB; recall@10 unfiltered, one client, "
                + "/".join(sorted({str((r.get("settings") or {}).get("queries")) for r in used}))
                + " queries not among the rows (gateann.search_list_size / hnsw.ef_search = L; 40 is "
@@ -1369,21 +1443,26 @@ def t_build_speed(runs):
 
 
 def t_shards(runs):
-    """Shards through postgres_fdw (bench/shards.py): the newest run's rows."""
+    """Shards through postgres_fdw (bench/shards.py): the newest run's rows;
+    the rows split by cluster and routed, as columns of the same shard count
+    and filter."""
     runs_ = of_kind(runs, "shards")
     if not runs_:
         return not_measured("`bench/run.sh shards`")
     r = runs_[0]
     st = r.get("settings") or {}
     out = []
-    routed = []
+    routed = {}
+    for p in r.get("points", []):
+        if p.get("split") == "cluster":
+            forms = p.get("forms", {})
+            routed[(p["shards"], p["workload"])] = {
+                m: f"{f3(forms[f'routed{m}']['recall'])}, {forms[f'routed{m}']['ms_mean']:.2f} ms"
+                for m in (1, 2, 4) if forms.get(f"routed{m}") is not None}
+    ms = [m for m in (1, 2, 4) if any(m in v for v in routed.values())]
     for p in r.get("points", []):
         forms = p.get("forms", {})
         if p.get("split") == "cluster":
-            routed.append([str(p["shards"]), p["workload"]] + [
-                "–" if forms.get(f"routed{m}") is None else
-                f"{f3(forms[f'routed{m}']['recall'])}, {forms[f'routed{m}']['ms_mean']:.2f} ms"
-                for m in (1, 2, 4)])
             continue
 
         def cell(f):
@@ -1394,13 +1473,17 @@ def t_shards(runs):
             kb = f", {v['kb']:.0f} KB" if "kb" in v else ""
             return f"{rec}{v['ms_mean']:.2f} ms{kb}"
         one = p.get("single")
+        rt = routed.pop((p["shards"], p["workload"]), {})
         out.append([str(p["shards"]), p["workload"],
                     f"{f3(one['recall'])}, {one['ms_mean']:.2f} ms" if one else "–",
                     cell("natural"), cell("natural_fetchk"), cell("natural_tuned"), cell("union"),
-                    cell("shard")])
+                    cell("shard")] + [rt.get(m, "–") for m in ms])
+    for (n, wl), rt in routed.items():    # routed without a row split by id
+        out.append([str(n), wl] + ["–"] * 6 + [rt.get(m, "–") for m in ms])
     return (table(["shards", "filter", "one server, all rows", "natural query", "fetch_size = 10",
                    "fetch_size = 10, cursor_tuple_fraction = 0.001", "UNION ALL, LIMIT per shard",
-                   "slowest shard alone"], out)
+                   "slowest shard alone"] + [f"split by cluster, routed to m = {m}" for m in ms],
+                  out)
             + ["", f"{st.get('shape')}, {rows_label(st.get('n'))} rows split by id over the "
                f"shards (each its own server on this machine, a gateann index on (embedding, "
                f"u10)), {st.get('queries')} queries, LIMIT {st.get('k')}, u10: one of 10 "
@@ -1409,12 +1492,12 @@ def t_shards(runs):
                "the shards (rows fetched times their text width: id and the vector). Natural: "
                "the ORDER BY ... LIMIT query on the partitioned table at postgres_fdw's "
                f"fetch_size {st.get('fetch_size')}; slowest shard alone: per query, the slowest "
-               "shard's own time for the same query on its server."]
-            + ([] if not routed else
-               ["", "The rows split by cluster instead (gateann_kmeans over a sample; shard i "
-                "holds the rows nearest centre i), the tuned natural query routed to the nearest "
-                "m clusters' shards with `cluster IN (gateann_nearest_centroid(...), ...)`:", ""]
-               + table(["shards", "filter", "m = 1", "m = 2", "m = 4"], routed))
+               "shard's own time for the same query on its server."
+               + ("" if not ms else
+                  " Split by cluster: the rows split by cluster instead (gateann_kmeans over a "
+                  "sample; shard i holds the rows nearest centre i), the tuned natural query "
+                  "routed to the nearest m clusters' shards with `cluster IN "
+                  "(gateann_nearest_centroid(...), ...)`.")]
             + [""] + footnotes([r]))
 
 
@@ -1486,11 +1569,9 @@ TABLES = {
     "shapes_1m": t_shapes_1m,
     "matrix_100k": lambda runs: t_matrix(runs, 100000),
     "speed_100k": lambda runs: t_speed(runs, 100000),
-    "speed_100k_more": lambda runs: t_speed_more(runs, 100000),
     "filter_forms": t_filter_forms,
     "plans": t_plans,
     "writes": t_writes,
-    "writes_recall": t_writes_recall,
     "mix": t_mix,
     "fuzz": t_fuzz,
     "eviction": t_eviction,
@@ -1505,6 +1586,8 @@ MARKER = re.compile(r"(<!-- generated: (\w+) -->\n)(.*?)(<!-- end generated -->)
 
 def render(page, runs):
     names = []
+    _DESCRIBED.clear()
+    _TEXTS.clear()
 
     def sub(m):
         name = m.group(2)
@@ -1512,6 +1595,8 @@ def render(page, runs):
             raise SystemExit(f"results_page: unknown table '{name}' in {PAGE}")
         names.append(name)
         body = "\n".join(TABLES[name](runs)).rstrip("\n")
+        # a table's caption runs straight into the bullets of its runs
+        body = re.sub(r"^((?![|-]).+)\n\n(?=- `)", r"\1\n", body, flags=re.M)
         return f"{m.group(1)}{body}\n{m.group(4)}"
     out = MARKER.sub(sub, page)
     for name in TABLES:
