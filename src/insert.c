@@ -213,7 +213,7 @@ insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max
 									 gateann_pq_code_distance(is->table,
 															  gateann_store_code(store, seeds[k]),
 															  meta->pq_subspaces));
-	(void) gateann_best_first(list, size, L, max_exp, expand_insert, &w, nb_ids, nb_dists);
+	(void) gateann_best_first(list, size, L, max_exp, expand_insert, NULL, &w, nb_ids, nb_dists);
 	return w.nexp;
 }
 

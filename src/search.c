@@ -146,7 +146,8 @@ merge_expansion(GateannCandidate *list, int *size, int L, const uint32_t *ids,
 
 int
 gateann_best_first(GateannCandidate *list, int size, int L, int max_expand,
-				   GateannExpandFn expand, void *arg, uint32_t *ids, float *dists)
+				   GateannExpandFn expand, GateannPrefetchFn prefetch, void *arg,
+				   uint32_t *ids, float *dists)
 {
 	int			first = 0;		/* no unexpanded candidate before this */
 	int			nexp = 0;
@@ -162,6 +163,15 @@ gateann_best_first(GateannCandidate *list, int size, int L, int max_expand,
 			break;
 		list[first].expanded = 1;
 		nexp++;
+		if (prefetch)
+		{
+			int			next = first + 1;
+
+			while (next < size && list[next].expanded)
+				next++;
+			if (next < size)
+				prefetch(arg, list[next].id);
+		}
 		n = expand(arg, list[first].id, list[first].dist, ids, dists);
 		for (i = 0; i < n; i += BEST_FIRST_BATCH)
 		{

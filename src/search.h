@@ -76,15 +76,24 @@ typedef int (*GateannExpandFn) (void *arg, uint32_t id, float dist, uint32_t *id
 								float *dists);
 
 /*
+ * Ask for what expanding node id will read to be fetched into the CPU's
+ * cache (no effect on the result): the candidate expanded after the current
+ * one, unless the current one's neighbors come before it.
+ */
+typedef void (*GateannPrefetchFn) (void *arg, uint32_t id);
+
+/*
  * Expand the closest unexpanded candidate of list[0..size) and insert what
  * expand returns, until every candidate is expanded or max_expand were (a
- * negative max_expand: no limit).  ids and dists: room for the most
- * neighbors one expansion returns.  The seeds in list must be sorted (use
- * gateann_candidate_insert) and marked visited by the caller.  Returns the
- * list's final size.
+ * negative max_expand: no limit).  Before each expansion, prefetch (if not
+ * NULL) is given the next unexpanded candidate.  ids and dists: room for
+ * the most neighbors one expansion returns.  The seeds in list must be
+ * sorted (use gateann_candidate_insert) and marked visited by the caller.
+ * Returns the list's final size.
  */
 extern int	gateann_best_first(GateannCandidate *list, int size, int L, int max_expand,
-							   GateannExpandFn expand, void *arg, uint32_t *ids, float *dists);
+							   GateannExpandFn expand, GateannPrefetchFn prefetch,
+							   void *arg, uint32_t *ids, float *dists);
 
 /*
  * Sets of node ids met by a walk: one bit per id.  gateann_visit marks id

@@ -828,7 +828,7 @@ near_reached(void *arg, uint32 u, const uint8 *reached, uint32 *out, int max)
 													  gateann_store_code(c->store, entry),
 													  meta->pq_subspaces));
 	rl->reached = reached;
-	size = gateann_best_first(list, size, L, -1, expand_near, rl, ids, dists);
+	size = gateann_best_first(list, size, L, -1, expand_near, NULL, rl, ids, dists);
 	rl->reached = NULL;
 	for (i = 0; i < size; i++)
 		if (!gateann_store_is_deleted(c->store, list[i].id))

@@ -172,7 +172,7 @@ case_best_first(void)
 
 	w.seen[0] = 1;
 	gateann_candidate_insert(l, &n, 8, 0, 5.0f);
-	size = gateann_best_first(l, n, 8, -1, line_expand, &w, ids, dists);
+	size = gateann_best_first(l, n, 8, -1, line_expand, NULL, &w, ids, dists);
 	CHECK(size == 5 && w.nexp == 5, "size %d, %d expansions\n", size, w.nexp);
 	CHECK(w.order[0] == 0 && w.order[1] == 1 && w.order[2] == 3 && w.order[3] == 2 &&
 		  w.order[4] == 4, "order %s\n", test_show_ids(w.order, w.nexp));
@@ -185,7 +185,7 @@ case_best_first(void)
 	w.nexp = 0;
 	n = 0;
 	gateann_candidate_insert(l, &n, 2, 0, 5.0f);
-	size = gateann_best_first(l, n, 2, 2, line_expand, &w, ids, dists);
+	size = gateann_best_first(l, n, 2, 2, line_expand, NULL, &w, ids, dists);
 	CHECK(w.nexp == 2 && size == 2 && l[0].id == 3 && l[1].id == 1,
 		  "limited walk: %d expansions, list %u,%u\n", w.nexp, l[0].id, l[1].id);
 }
@@ -294,7 +294,7 @@ case_best_first_batches(void)
 		w.seen[0] = ref.seen[0] = 1;
 		gateann_candidate_insert(l, &n, L, 0, w.dist[0]);
 		gateann_candidate_insert(lref, &nref, L, 0, w.dist[0]);
-		size = gateann_best_first(l, n, L, -1, random_expand, &w, ids, dists);
+		size = gateann_best_first(l, n, L, -1, random_expand, NULL, &w, ids, dists);
 		sref = walk_one_by_one(lref, nref, L, &ref, ids, dists);
 		CHECK(size == sref && w.nexp == ref.nexp,
 			  "round %d: list %d / %d, %d / %d expansions\n", round, size, sref, w.nexp, ref.nexp);
