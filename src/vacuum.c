@@ -187,7 +187,8 @@ typedef struct Consolidation
 	uint32		kept_entry;		/* a deleted entry point not freed, or invalid */
 	int64		repaired;
 	int64		relinked;
-	uint32		map_nodes;		/* nodes the maps and stamps cover */
+	uint32		map_nodes;		/* nodes the maps cover */
+	uint32		stamp_nodes;	/* nodes the stamps cover: at least meta.nnodes */
 	uint32	   *stamp;			/* per node: last repair that saw it */
 	uint32		stamp_now;
 	MemoryContext node_cxt;		/* reset for every repaired list */
@@ -258,6 +259,7 @@ doomed_position(const Consolidation *c, uint32 id)
 static inline bool
 seen_test_and_set(Consolidation *c, uint32 id)
 {
+	Assert(id < c->stamp_nodes);
 	if (c->stamp[id] == c->stamp_now)
 		return true;
 	c->stamp[id] = c->stamp_now;
@@ -298,7 +300,7 @@ repair_list(Consolidation *c, uint32 p, const float *pvec, const uint32 *list, i
 
 	if (++c->stamp_now == 0)
 	{
-		memset(c->stamp, 0, sizeof(uint32) * (Size) meta->nnodes);
+		memset(c->stamp, 0, sizeof(uint32) * (Size) c->stamp_nodes);
 		c->stamp_now = 1;
 	}
 	(void) seen_test_and_set(c, p);
@@ -816,7 +818,7 @@ near_reached(void *arg, uint32 u, const uint8 *reached, uint32 *out, int max)
 							  GATEANN_PQ_L2, rl->table);
 	if (++c->stamp_now == 0)
 	{
-		memset(c->stamp, 0, sizeof(uint32) * (Size) meta->nnodes);
+		memset(c->stamp, 0, sizeof(uint32) * (Size) c->stamp_nodes);
 		c->stamp_now = 1;
 	}
 	list = palloc(sizeof(GateannCandidate) * (L + 1));
@@ -959,6 +961,27 @@ relink_unreachable(Consolidation *c, uint64 since)
 }
 
 /*
+ * Read the metapage again: inserts may have appended nodes since the
+ * consolidation began, which the walk will meet, so the stamps grow to
+ * cover them (the maps keep the node count they were made for: gone()
+ * takes every node past it for live).
+ */
+static void
+reread_meta(Consolidation *c)
+{
+	gateann_read_meta(c->index, &c->meta);
+	if (c->meta.nnodes > c->stamp_nodes)
+	{
+		c->stamp = repalloc_huge(c->stamp, sizeof(uint32) * (Size) c->meta.nnodes);
+		memset(c->stamp + c->stamp_nodes, 0,
+			   sizeof(uint32) * (Size) (c->meta.nnodes - c->stamp_nodes));
+		elog(DEBUG1, "gateann VACUUM of \"%s\": a store was loaded meanwhile, the walk covers %u nodes appended since it began",
+			 RelationGetRelationName(c->index), c->meta.nnodes - c->stamp_nodes);
+		c->stamp_nodes = c->meta.nnodes;
+	}
+}
+
+/*
  * Consolidate the deleted nodes of an index and free their slots.  Returns
  * the number of slots freed.
  */
@@ -1011,8 +1034,9 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	c.cand_rec = palloc(c.meta.record_size);
 	c.vecbuf = palloc(sizeof(float) * Max(c.meta.dims, 1));
 	c.map_nodes = c.meta.nnodes;
-	c.stamp = MemoryContextAllocHuge(cxt, sizeof(uint32) * (Size) c.meta.nnodes);
-	memset(c.stamp, 0, sizeof(uint32) * (Size) c.meta.nnodes);
+	c.stamp_nodes = c.meta.nnodes;
+	c.stamp = MemoryContextAllocHuge(cxt, sizeof(uint32) * (Size) c.stamp_nodes);
+	memset(c.stamp, 0, sizeof(uint32) * (Size) c.stamp_nodes);
 	c.stamp_now = 0;
 
 	if (c.meta.ndeleted > 0 && replace_entry_point(&c))
@@ -1041,7 +1065,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	{
 		gateann_store_forget_reloaded_since(c.index, since, c.store);
 		since = gateann_store_clock();
-		gateann_read_meta(c.index, &c.meta);
+		reread_meta(&c);
 		c.store = gateann_store_get(c.index, &c.meta);
 	}
 	/*
