@@ -105,6 +105,40 @@ SELECT count(*) FROM (SELECT id FROM jb WHERE meta @? '$ ? (@.cat == 3 && @.lang
                       ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10) s;
 SELECT filter_false_positives * 5 < exact_distances AS store_prunes FROM gateann_last_scan();
 
+-- jsonb_path_match(meta, path, vars), as langchain's PGVector writes a
+-- metadata condition: with constant arguments the planner adds the index
+-- condition meta @@ path, the values written into it; the call stays a
+-- filter (the operator matches whatever the call does)
+EXPLAIN (COSTS OFF) SELECT id FROM jb
+  WHERE jsonb_path_match(meta, '$.lang == $value', '{"value": "de"}')
+    AND jsonb_path_match(meta, '$.cat == $value', '{"value": 3}')
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+SELECT pred, jb_ids(pred, true) = jb_ids(pred, false) AS same, jb_ids(pred, true) AS ids
+  FROM (VALUES ('jsonb_path_match(meta, ''$.cat == $v'', ''{"v": 3}'')'),
+               ('jsonb_path_match(meta, ''$.cat < $v && $.lang == $w'', ''{"v": 2, "w": "fr"}'')'),
+               ('jsonb_path_match(meta, ''$.cat == $v || $.rare == $r'', ''{"v": 3, "r": true}'')'),
+               ('jsonb_path_match(meta, ''!($.cat != $v)'', ''{"v": 3}'')'),
+               ('jsonb_path_match(meta, ''$.tags == $v'', ''{"v": "x1"}'')'),        -- lax: unwrapped
+               ('jsonb_path_match(meta, ''strict $.tags == $v'', ''{"v": "x1"}'')'),
+               ('jsonb_path_match(meta, ''$ == $v'', ''{"v": "rare"}'')'),           -- the raw scalar
+               ('jsonb_path_match(meta, ''exists($.tags[*] ? (@ == $v))'', ''{"v": "x1"}'')'),
+               ('jsonb_path_match(meta, ''$.nested.a.b == $v'', ''{"v": 2}'', silent => true)'),
+               ('jsonb_path_match(meta, ''$.lang == $v'', ''{"v": "a\"b"}'')')) p(pred)
+  ORDER BY 1;
+-- not an index condition: a variable holding an array, a method, a
+-- variable vars lacks (the call's own error), a parameter of a generic plan
+EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE jsonb_path_match(meta, '$.tags == $v', '{"v": ["x1"]}')
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE jsonb_path_match(meta, '$.lang.size() == $v', '{"v": 1}')
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+SELECT id FROM jb WHERE jsonb_path_match(meta, '$.cat == $nope', '{"v": 1}')
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+SET plan_cache_mode = force_generic_plan;
+PREPARE jpm(jsonb) AS SELECT id FROM jb WHERE jsonb_path_match(meta, '$.cat == $v', $1)
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+EXPLAIN (COSTS OFF) EXECUTE jpm('{"v": 3}');
+RESET plan_cache_mode;
+
 -- rows inserted after the build, and after VACUUM
 INSERT INTO jb VALUES (9001, '{0.3,0.6,0.2,0.7,0.5,0.4,0.6,0.3}', '{"cat": 11, "new": ["k"]}');
 SELECT id FROM jb WHERE meta @> '{"new": ["k"]}' ORDER BY v <-> '{0.3,0.6,0.2,0.7,0.5,0.4,0.6,0.3}' LIMIT 3;

@@ -116,6 +116,21 @@ extern GateannSlot gateann_filter_read(const GateannMetaPageData *meta, const ui
 #define GATEANN_FILTER_KIND_SCALAR	1
 #define GATEANN_FILTER_KIND_BLOOM	2
 #define GATEANN_FILTER_KIND_JSONB	3	/* 256 Bloom bits: filter_jsonb.c */
+
+/* Strategy numbers of the filter operator families (sql/gateann--*.sql) */
+#define STRAT_LT		1
+#define STRAT_LE		2
+#define STRAT_EQ		3
+#define STRAT_GE		4
+#define STRAT_GT		5
+#define STRAT_OVERLAP	6
+#define STRAT_CONTAINS	7
+#define STRAT_CONTAINED	8
+#define STRAT_EXISTS	9		/* jsonb ? text */
+#define STRAT_EXISTS_ANY 10		/* jsonb ?| text[] */
+#define STRAT_EXISTS_ALL 11		/* jsonb ?& text[] */
+#define STRAT_PATH_MATCH 12		/* jsonb @@ jsonpath */
+#define STRAT_PATH_EXISTS 13	/* jsonb @? jsonpath */
 #define GATEANN_FILTER_BUCKETS		254
 #define GATEANN_CODE_UNKNOWN		254
 #define GATEANN_CODE_NULL			255
@@ -266,6 +281,15 @@ extern void gateann_filter_jsonb_bits(Jsonb *j, bool existence, uint64 *bits);
  */
 extern bool gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *bits);
 extern uint32 gateann_filter_jsonb_key_hash(const char *key, int len);
+
+/*
+ * jsonb_path_match(value, jp, vars) as value @@ jp': jp with each $variable
+ * written in as its value in vars (a string, number, boolean or null), for
+ * the paths whose matches @@ can check: comparisons, &&, ||, !, exists and
+ * filters over key and [*] steps.  NULL for any other path, a variable
+ * vars lacks or holds an object or array, or vars not an object.
+ */
+extern JsonPath *gateann_jsonpath_bind_vars(JsonPath *jp, Jsonb *vars);
 
 extern void gateann_filter_coder_column_init(GateannCoderColumn *cc,
 											 const GateannFilterColumn *col,

@@ -32,6 +32,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/jsonpath.h"
 
@@ -290,4 +291,210 @@ gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *bits)
 	jspInit(&root, jp);
 	return predicate ? jsonpath_predicate_bits(&root, NULL, bits) :
 		jsonpath_exists_bits(&root, bits);
+}
+
+/* ---- jsonb_path_match's variables written into its path ------------------ */
+
+static bool print_path_item(StringInfo buf, JsonPathItem *item, Jsonb *vars);
+
+/* A JSON string as jsonpath writes one: in double quotes, escaped */
+static void
+print_quoted(StringInfo buf, const char *s, int len)
+{
+	char	   *z = pnstrdup(s, len);
+
+	escape_json(buf, z);
+	pfree(z);
+}
+
+/* A scalar of vars or of the path, as a jsonpath literal */
+static bool
+print_scalar(StringInfo buf, const JsonbValue *v)
+{
+	switch (v->type)
+	{
+		case jbvNull:
+			appendStringInfoString(buf, "null");
+			return true;
+		case jbvBool:
+			appendStringInfoString(buf, v->val.boolean ? "true" : "false");
+			return true;
+		case jbvNumeric:
+			appendStringInfoString(buf, DatumGetCString(DirectFunctionCall1(numeric_out,
+																			NumericGetDatum(v->val.numeric))));
+			return true;
+		case jbvString:
+			print_quoted(buf, v->val.string.val, v->val.string.len);
+			return true;
+		default:
+			return false;		/* an object or an array */
+	}
+}
+
+/* A predicate's argument(s) between parentheses, op between two of them */
+static bool
+print_predicate(StringInfo buf, JsonPathItem *item, const char *op, Jsonb *vars)
+{
+	JsonPathItem left,
+				right;
+
+	jspGetLeftArg(item, &left);
+	jspGetRightArg(item, &right);
+	appendStringInfoChar(buf, '(');
+	if (!print_path_item(buf, &left, vars))
+		return false;
+	appendStringInfo(buf, " %s ", op);
+	if (!print_path_item(buf, &right, vars))
+		return false;
+	appendStringInfoChar(buf, ')');
+	return true;
+}
+
+/* The argument of !, exists or a filter, after `opening`, then ")" */
+static bool
+print_argument(StringInfo buf, JsonPathItem *item, const char *opening, Jsonb *vars)
+{
+	JsonPathItem arg;
+
+	jspGetArg(item, &arg);
+	appendStringInfoString(buf, opening);
+	if (!print_path_item(buf, &arg, vars))
+		return false;
+	appendStringInfoChar(buf, ')');
+	return true;
+}
+
+/* The binary predicates, as jsonpath writes them */
+static const struct
+{
+	JsonPathItemType type;
+	const char *op;
+}			predicate_operators[] =
+{
+	{jpiEqual, "=="},
+	{jpiNotEqual, "!="},
+	{jpiLess, "<"},
+	{jpiLessOrEqual, "<="},
+	{jpiGreater, ">"},
+	{jpiGreaterOrEqual, ">="},
+	{jpiAnd, "&&"},
+	{jpiOr, "||"},
+};
+
+/* A literal of the path (null, boolean, number or string) as a JsonbValue */
+static void
+path_literal(JsonPathItem *item, JsonbValue *v)
+{
+	int32		len;
+
+	switch (item->type)
+	{
+		case jpiBool:
+			v->type = jbvBool;
+			v->val.boolean = jspGetBool(item);
+			break;
+		case jpiNumeric:
+			v->type = jbvNumeric;
+			v->val.numeric = jspGetNumeric(item);
+			break;
+		case jpiString:
+			v->type = jbvString;
+			v->val.string.val = jspGetString(item, &len);
+			v->val.string.len = len;
+			break;
+		default:
+			v->type = jbvNull;
+			break;
+	}
+}
+
+/* One item of a path, without the steps after it */
+static bool
+print_one_item(StringInfo buf, JsonPathItem *item, Jsonb *vars)
+{
+	JsonbValue	v;
+	char	   *s;
+	int32		len;
+	int			i;
+
+	switch (item->type)
+	{
+		case jpiRoot:
+			appendStringInfoChar(buf, '$');
+			return true;
+		case jpiCurrent:
+			appendStringInfoChar(buf, '@');
+			return true;
+		case jpiKey:
+			s = jspGetString(item, &len);
+			appendStringInfoChar(buf, '.');
+			print_quoted(buf, s, len);
+			return true;
+		case jpiAnyArray:
+			appendStringInfoString(buf, "[*]");
+			return true;
+		case jpiVariable:
+			{
+				JsonbValue *found;
+
+				s = jspGetString(item, &len);
+				found = getKeyJsonValueFromContainer(&vars->root, s, len, &v);
+				return found != NULL && !jspHasNext(item) && print_scalar(buf, found);
+			}
+		case jpiNull:
+		case jpiBool:
+		case jpiNumeric:
+		case jpiString:
+			path_literal(item, &v);
+			return print_scalar(buf, &v);
+		case jpiNot:
+			return print_argument(buf, item, "!(", vars);
+		case jpiExists:
+			return print_argument(buf, item, "exists (", vars);
+		case jpiFilter:
+			return print_argument(buf, item, " ? (", vars);
+		default:
+			for (i = 0; i < lengthof(predicate_operators); i++)
+				if (predicate_operators[i].type == item->type)
+					return print_predicate(buf, item, predicate_operators[i].op, vars);
+			return false;		/* methods, arithmetic, like_regex, ... */
+	}
+}
+
+/* An item and the steps after it */
+static bool
+print_path_item(StringInfo buf, JsonPathItem *item, Jsonb *vars)
+{
+	JsonPathItem steps[2];
+	JsonPathItem *at = item;
+	int			k = 0;
+
+	check_stack_depth();
+	if (!print_one_item(buf, item, vars))
+		return false;
+	while (jspGetNext(at, &steps[k]))
+	{
+		at = &steps[k];
+		k ^= 1;
+		if (!print_one_item(buf, at, vars))
+			return false;
+	}
+	return true;
+}
+
+JsonPath *
+gateann_jsonpath_bind_vars(JsonPath *jp, Jsonb *vars)
+{
+	StringInfoData buf;
+	JsonPathItem root;
+
+	if (!JB_ROOT_IS_OBJECT(vars))
+		return NULL;
+	initStringInfo(&buf);
+	if ((jp->header & JSONPATH_LAX) == 0)
+		appendStringInfoString(&buf, "strict ");
+	jspInit(&root, jp);
+	if (!print_path_item(&buf, &root, vars))
+		return NULL;
+	return DatumGetJsonPathP(DirectFunctionCall1(jsonpath_in, CStringGetDatum(buf.data)));
 }

@@ -24,21 +24,6 @@
 
 /* ---- scan keys ------------------------------------------------------------ */
 
-/* Strategy numbers of the filter operator families (sql/gateann--*.sql) */
-#define STRAT_LT		1
-#define STRAT_LE		2
-#define STRAT_EQ		3
-#define STRAT_GE		4
-#define STRAT_GT		5
-#define STRAT_OVERLAP	6
-#define STRAT_CONTAINS	7
-#define STRAT_CONTAINED	8
-#define STRAT_EXISTS	9		/* jsonb ? text */
-#define STRAT_EXISTS_ANY 10		/* jsonb ?| text[] */
-#define STRAT_EXISTS_ALL 11		/* jsonb ?& text[] */
-#define STRAT_PATH_MATCH 12		/* jsonb @@ jsonpath */
-#define STRAT_PATH_EXISTS 13	/* jsonb @? jsonpath */
-
 /*
  * A scalar key's passing codes as at most this many runs lets the bulk
  * check (gateann_filter_store_select) test 16 nodes at a time.

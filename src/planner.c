@@ -32,6 +32,7 @@
 
 #include "gateann.h"
 #include "compat.h"
+#include "filter.h"
 
 #ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
 
@@ -44,6 +45,7 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
@@ -97,6 +99,52 @@ saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 		return NULL;			/* ALL: not an index condition */
 	return operand_index_clause(root, rinfo, index, indexcol, (Node *) linitial(saop->args),
 								(Node *) lsecond(saop->args), saop->opno, saop->inputcollid);
+}
+
+/*
+ * jsonb_path_match(column, path, vars) with a constant path and vars, as
+ * langchain's PGVector writes each metadata condition, on a jsonb column
+ * indexcol: the index clause "column @@ path" with vars written into the
+ * path (gateann_jsonpath_bind_vars), or NULL.  The clause is lossy, so the
+ * executor checks the call itself on the rows the index returns: what the
+ * call matches, the operator matches too (it only also turns errors into
+ * no match).
+ */
+static IndexClause *
+path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+						int indexcol)
+{
+	FuncExpr   *call = (FuncExpr *) rinfo->clause;
+	Const	   *path;
+	Const	   *vars;
+	Oid			opno;
+	JsonPath   *bound;
+	Expr	   *op;
+	IndexClause *iclause;
+
+	if (!IsA(call, FuncExpr) || call->funcid != F_JSONB_PATH_MATCH ||
+		list_length(call->args) < 3 ||
+		!match_index_to_operand(linitial(call->args), indexcol, index))
+		return NULL;
+	path = (Const *) lsecond(call->args);
+	vars = (Const *) lthird(call->args);
+	if (!IsA(path, Const) || !IsA(vars, Const) || path->constisnull || vars->constisnull)
+		return NULL;
+	opno = get_opfamily_member(index->opfamily[indexcol], JSONBOID, JSONPATHOID,
+							   STRAT_PATH_MATCH);
+	if (!OidIsValid(opno))
+		return NULL;
+	bound = gateann_jsonpath_bind_vars(DatumGetJsonPathP(path->constvalue),
+									   DatumGetJsonbP(vars->constvalue));
+	if (bound == NULL)
+		return NULL;
+	op = make_opclause(opno, BOOLOID, false, (Expr *) linitial(call->args),
+					   (Expr *) makeConst(JSONPATHOID, -1, InvalidOid, -1,
+										  PointerGetDatum(bound), false, false),
+					   InvalidOid, InvalidOid);
+	iclause = new_index_clause(rinfo, make_simple_restrictinfo(root, op), indexcol);
+	iclause->lossy = true;
+	return iclause;
 }
 
 /*
@@ -202,7 +250,11 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index, Li
 			IndexClause *iclause = saop ?
 				saop_index_clause(root, rinfo, index, col) :
 				bool_index_clause(root, rinfo, index, col);
-			bool		missing = iclause != NULL;
+			bool		missing;
+
+			if (!iclause && !saop)
+				iclause = path_match_index_clause(root, rinfo, index, col);
+			missing = iclause != NULL;
 
 			if (!iclause && plain && !saop)
 				iclause = plain_index_clause(root, rinfo, index, col);

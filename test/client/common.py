@@ -14,6 +14,7 @@ import os
 import re
 
 import numpy as np
+import psycopg
 
 # 20,000 rows: at 4,000 (and below about 12,000) the planner prefers a Sort over a Seq Scan
 # (cost 177 against the index scan's startup cost of 513 at 4,000 rows with a 10 % filter)
@@ -195,3 +196,50 @@ def report(label, plan_cond, mean, low, n=QUERIES):
 
 def note(text):
     print(f"    {text}", flush=True)
+
+
+# ------------------------------------------------------------------------------- captured searches
+
+def captured_searches(tc, search, captured, index, check_plan):
+    """A vector store's searches: search(i) runs query i through the client, which must send
+    one statement, captured into `captured` as (statement, parameters).  Then the same
+    statements again with psycopg: check_plan(plan) on EXPLAIN of the first (returns what the
+    report shows of its Index Cond), and the exact answer of each with index scans off.
+    Returns (ids per query from the client, exact ids per query, check_plan's result)."""
+    got = []
+    for i in range(QUERIES):
+        captured.clear()
+        got.append(search(i))
+        tc.assertEqual(len(captured), 1, captured)
+    exact = []
+    cond = None
+    with psycopg.connect(conninfo(), autocommit=True) as conn:
+        conn.execute(f"SET gateann.search_list_size = {SEARCH_LIST_SIZE}")
+        for i in range(QUERIES):
+            captured.clear()
+            search(i)
+            statement, params = captured[0]
+            if i == 0:
+                cond = check_plan(parse_explain(
+                    conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchall()))
+            conn.execute("SET enable_indexscan = off")
+            if i == 0:
+                check_exact_plan(tc, parse_explain(
+                    conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchall()), index)
+            exact.append([str(r[0]) for r in conn.execute(statement, params).fetchall()])
+            conn.execute("RESET enable_indexscan")
+    return got, exact, cond
+
+
+def langchain_server():
+    """Skip a langchain test module unless GATEANN_CLIENT_LANGCHAIN allows it and the server has
+    pgvector and gateann_vector; then create gateann_vector (with pgvector)."""
+    import unittest
+    if os.environ.get("GATEANN_CLIENT_LANGCHAIN", "1") == "0":
+        raise unittest.SkipTest("GATEANN_CLIENT_LANGCHAIN=0")
+    with psycopg.connect(conninfo(), autocommit=True) as conn:
+        have = {r[0] for r in conn.execute(
+            "SELECT name FROM pg_available_extensions WHERE name IN ('vector', 'gateann_vector')")}
+        if have != {"vector", "gateann_vector"}:
+            raise unittest.SkipTest(f"the server lacks pgvector or gateann_vector (has {sorted(have)})")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS gateann_vector CASCADE")

@@ -8,7 +8,7 @@ import sys
 import time
 import unittest
 
-MODULES = ["test_psycopg", "test_sqlalchemy", "test_django", "test_langchain"]
+MODULES = ["test_psycopg", "test_sqlalchemy", "test_django", "test_langchain", "test_langchain_pgvector"]
 
 
 class Result(unittest.TextTestResult):

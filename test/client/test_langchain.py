@@ -1,7 +1,6 @@
 """langchain-postgres PGVectorStore over a table with a gateann index (pgvector's vector type
 through gateann_vector's vector_l2_ops).  Skipped when langchain-postgres is not installed or
 the server has no pgvector."""
-import os
 import time
 import unittest
 import uuid
@@ -23,8 +22,7 @@ def lc_id(i):
 
 def setUpModule():
     global engine, store
-    if os.environ.get("GATEANN_CLIENT_LANGCHAIN", "1") == "0":
-        raise unittest.SkipTest("GATEANN_CLIENT_LANGCHAIN=0")
+    common.langchain_server()
     try:
         from langchain_core.embeddings import DeterministicFakeEmbedding
         from langchain_postgres import Column, PGEngine, PGVectorStore
@@ -33,11 +31,6 @@ def setUpModule():
     except ImportError as e:
         raise unittest.SkipTest(f"langchain-postgres not installed ({e})")
     with psycopg.connect(common.conninfo(), autocommit=True) as conn:
-        have = {r[0] for r in conn.execute(
-            "SELECT name FROM pg_available_extensions WHERE name IN ('vector', 'gateann_vector')")}
-        if have != {"vector", "gateann_vector"}:
-            raise unittest.SkipTest(f"the server lacks pgvector or gateann_vector (has {sorted(have)})")
-        conn.execute("CREATE EXTENSION IF NOT EXISTS gateann_vector CASCADE")
         conn.execute(f"DROP TABLE IF EXISTS {TABLE}")
 
     class GateannQueryOptions(QueryOptions):
@@ -90,30 +83,10 @@ def tearDownModule():
 class LangchainTest(unittest.TestCase):
     def run_form(self, label, make_filter, pushed, not_pushed=()):
         d = common.data()
-        got = []
-        for i in range(common.QUERIES):
-            captured.clear()
-            docs = store.similarity_search_by_vector(d.query_list(i), k=10, filter=make_filter(i))
-            got.append([doc.id for doc in docs])
-            self.assertEqual(len(captured), 1, captured)
-        # the searches again, with psycopg: EXPLAIN of the same statement and parameters, and
-        # the exact answer with index scans off
-        exact = []
-        with psycopg.connect(common.conninfo(), autocommit=True) as conn:
-            conn.execute(f"SET gateann.search_list_size = {common.SEARCH_LIST_SIZE}")
-            for i in range(common.QUERIES):
-                captured.clear()
-                store.similarity_search_by_vector(d.query_list(i), k=10, filter=make_filter(i))
-                statement, params = captured[0]
-                if i == 0:
-                    cond = common.check_index_scan(self, common.parse_explain(
-                        conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchall()), INDEX, pushed, not_pushed)
-                conn.execute("SET enable_indexscan = off")
-                if i == 0:
-                    common.check_exact_plan(self, common.parse_explain(
-                        conn.execute("EXPLAIN (FORMAT JSON) " + statement, params).fetchall()), INDEX)
-                exact.append([str(r[0]) for r in conn.execute(statement, params).fetchall()])
-                conn.execute("RESET enable_indexscan")
+        got, exact, cond = common.captured_searches(
+            self, lambda i: [doc.id for doc in store.similarity_search_by_vector(
+                d.query_list(i), k=10, filter=make_filter(i))],
+            captured, INDEX, lambda plan: common.check_index_scan(self, plan, INDEX, pushed, not_pushed))
         mean, low = common.check_recall(self, label, got, exact)
         common.report(label, cond, mean, low)
 
