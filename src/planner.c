@@ -1,6 +1,7 @@
 /*
  * planner.c — filter conditions the core planner leaves out of ordered
- * scans before PostgreSQL 17.
+ * gateann scans: "= ANY" and boolean columns before PostgreSQL 17, and on
+ * every version jsonb_path_match() calls on a jsonb filter column.
  *
  * Before 17 the core planner never makes a ScalarArrayOpExpr on a later
  * index column an index condition of a scan whose order it uses: for a
@@ -15,26 +16,28 @@
  * IS FALSE" (the planner turns "flag = true" into "flag") only against
  * btree and hash boolean operator families, so they stay above the scan
  * too; where a version's core already matches them, the clause is in the
- * path and nothing is added.
+ * path and nothing is added.  From 17 on the core does both itself.
+ *
+ * A function call is never an index condition for the core; langchain's
+ * PGVector writes every metadata filter as jsonb_path_match(column, path,
+ * vars), which the jsonb operator class can check as "column @@ path" once
+ * the variables are written into the path (path_match_index_clause).
  *
  * After the core paths exist, every ordered gateann index path of a base
  * relation is replaced by the same path with those conditions added as
- * index conditions, clause for clause what 17's planner does (a boolean
- * one becomes "flag = true" or "flag = false").  With two gateann indexes
- * on the same vector column the core's two paths (neither with those
- * conditions) cost the same and add_path keeps one: the other is built
- * again here, from the kept one's order, with every condition it takes.  Nothing else changes: the
- * index AM receives them as SK_SEARCHARRAY keys and equality keys, which it
- * supports on every version.  From 17 on the core does this itself and no
- * hook is installed.
+ * index conditions (a boolean one becomes "flag = true" or "flag =
+ * false").  With two gateann indexes on the same vector column the core's
+ * two paths (neither with those conditions) cost the same and add_path
+ * keeps one: the other is built again here, from the kept one's order, with
+ * every condition it takes.  Nothing else changes: the index AM receives
+ * them as SK_SEARCHARRAY keys and equality keys, which it supports on
+ * every version.
  */
 #include "postgres.h"
 
 #include "gateann.h"
 #include "compat.h"
 #include "filter.h"
-
-#ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
 
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
@@ -88,6 +91,7 @@ operand_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index
 	return new_index_clause(rinfo, rinfo, indexcol);
 }
 
+#ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
 /* "indexkey op ANY (array)" on column indexcol, or NULL */
 static IndexClause *
 saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
@@ -100,6 +104,8 @@ saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 	return operand_index_clause(root, rinfo, index, indexcol, (Node *) linitial(saop->args),
 								(Node *) lsecond(saop->args), saop->opno, saop->inputcollid);
 }
+
+#endif
 
 /*
  * jsonb_path_match(column, path, vars) with a constant path and vars, as
@@ -147,6 +153,7 @@ path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *in
 	return iclause;
 }
 
+#ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
 /*
  * The index clause for a boolean condition on column indexcol, or NULL:
  * "flag" and "flag IS TRUE" become "flag = true", "NOT flag" and "flag IS
@@ -190,6 +197,8 @@ bool_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 					   (Expr *) makeBoolConst(value, false), InvalidOid, InvalidOid);
 	return new_index_clause(rinfo, make_simple_restrictinfo(root, op), indexcol);
 }
+
+#endif
 
 /*
  * "indexkey op constant" on column indexcol, or NULL: what the core
@@ -247,9 +256,13 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index, Li
 		/* column 0 is the vector */
 		for (col = 1; col < index->nkeycolumns; col++)
 		{
+#ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
 			IndexClause *iclause = saop ?
 				saop_index_clause(root, rinfo, index, col) :
 				bool_index_clause(root, rinfo, index, col);
+#else
+			IndexClause *iclause = NULL;	/* the core has them */
+#endif
 			bool		missing;
 
 			if (!iclause && !saop)
@@ -382,13 +395,3 @@ gateann_planner_init(void)
 	prev_set_rel_pathlist_hook = set_rel_pathlist_hook;
 	set_rel_pathlist_hook = gateann_set_rel_pathlist;
 }
-
-#else
-
-void
-gateann_planner_init(void)
-{
-	/* PostgreSQL 17 and later plan these conditions themselves */
-}
-
-#endif							/* GATEANN_NEEDS_SAOP_ORDERED_PATHS */
