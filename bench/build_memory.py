@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 import shapes
-from common import connect, git_facts, log, machine_facts, write_json
+from common import connect, log, run_facts, write_json
 
 K = 10
 EXTRA = 22             # candidates kept per query beyond K before the float64 re-rank
@@ -441,11 +441,7 @@ def main():
                 "L": Ls, "in_memory_mwm": a.in_memory_mwm, "partition_mwm": a.partition_mwm,
                 "filter": f"cat = {FILTER_CAT}", "distance": "l2",
                 **{g: conn.execute(f"SHOW {g}").fetchone()[0] for g in gucs}}
-    results = {"kind": "build_memory", "command": a.command,
-               "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-               "git": git_facts(), "machine": machine_facts(),
-               "server": conn.execute("SELECT version()").fetchone()[0],
-               "server_version": conn.execute("SHOW server_version").fetchone()[0],
+    results = {**run_facts(conn, "build_memory", a.command),
                "settings": settings, "builds": [], "points": [], "errors": [],
                "notes": ["vm_hwm_kb is the backend's peak resident set: it includes the shared "
                          "memory (shared buffers) the backend touched, not only its private "

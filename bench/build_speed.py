@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import shapes
-from common import connect, git_facts, log, machine_facts, write_json
+from common import connect, log, run_facts, write_json
 
 K = shapes.K
 DEFAULT_SHAPES = ("current_128,clusters_tight_128,clusters_wide_384,anisotropic_128,"
@@ -155,12 +155,7 @@ def main():
                 "maintenance_work_mem": "4GB",
                 **{g: conn.execute(f"SHOW {g}").fetchone()[0]
                    for g in ("shared_buffers", "max_worker_processes")}}
-    results = {"kind": "build_speed", "command": a.command,
-               "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-               "git": git_facts(), "machine": machine_facts(),
-               "server": conn.execute("SELECT version()").fetchone()[0],
-               "server_version": conn.execute("SHOW server_version").fetchone()[0],
-               "settings": settings, "builds": []}
+    results = {**run_facts(conn, "build_speed", a.command), "settings": settings, "builds": []}
 
     def save():
         results["seconds"] = round(time.monotonic() - t_start, 1)

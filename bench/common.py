@@ -86,6 +86,15 @@ def git_facts() -> dict:
     return {"commit": head or "(no commit yet)", "dirty": bool(dirty)}
 
 
+def run_facts(conn, kind: str, command: str) -> dict:
+    """The head of a run's results: what ran, when, on which code, machine and server."""
+    return {"kind": kind, "command": command,
+            "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+            "git": git_facts(), "machine": machine_facts(),
+            "server": conn.execute("SELECT version()").fetchone()[0],
+            "server_version": conn.execute("SHOW server_version").fetchone()[0]}
+
+
 def write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, indent=2, default=str))

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 import shapes
-from common import connect, git_facts, log, machine_facts, write_json
+from common import connect, log, run_facts, write_json
 
 K = shapes.K
 
@@ -320,10 +320,7 @@ def main():
     t_start = time.monotonic()
     conn = connect()
     conn.execute("CREATE EXTENSION IF NOT EXISTS gateann")
-    res = {"kind": "scaleout_sim", "command": a.command,
-           "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-           "git": git_facts(), "machine": machine_facts(),
-           "server_version": conn.execute("SHOW server_version").fetchone()[0],
+    res = {**run_facts(conn, "scaleout_sim", a.command),
            "settings": {"shapes": a.shapes.split(","), "n": a.n, "queries": a.queries,
                         "servers": a.servers, "L": a.L}, "shapes": []}
     for name in res["settings"]["shapes"]:

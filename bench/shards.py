@@ -65,7 +65,7 @@ from pathlib import Path
 import numpy as np
 
 import shapes
-from common import BENCH_DIR, connect, git_facts, log, machine_facts, write_json
+from common import BENCH_DIR, connect, log, run_facts, write_json
 
 K = shapes.K
 FORMS = ("natural", "natural_fetchk", "natural_tuned", "union", "shard")
@@ -355,10 +355,7 @@ def main():
         gts["u10"] = (shapes.ground_truth(x, q, mask), mask)
     nshards = [int(v) for v in a.shards.split(",") if v]
     base_port = int(os.environ.get("PGPORT", "5499"))
-    res = {"kind": "shards", "command": a.command,
-           "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-           "git": git_facts(), "machine": machine_facts(),
-           "server_version": conn.execute("SHOW server_version").fetchone()[0],
+    res = {**run_facts(conn, "shards", a.command),
            "settings": {"shape": a.shape, "metric": metric, "n": a.n, "queries": a.queries,
                         "shards": nshards, "workloads": workloads, "fetch_size": a.fetch_size,
                         "k": K},
