@@ -286,6 +286,17 @@ typedef struct GateannMetaPageData
 	 */
 	int32		record_precision;
 	float4		record_error;
+
+	/*
+	 * Nonzero while a VACUUM frees deleted nodes' slots (vacuum.c): set in
+	 * the update that reads the node count its list repair covers, cleared
+	 * once the slots are freed.  An insert that takes its id meanwhile is
+	 * past that count or in a slot just freed, so no repair sees its list:
+	 * it must not keep an edge to a deleted node (insert.c).  A VACUUM that
+	 * fails between leaves it set until the next one; inserts then only drop
+	 * such edges sooner.  (Zero in an index written before this field.)
+	 */
+	uint32		freeing_slots;
 } GateannMetaPageData;
 
 typedef GateannMetaPageData *GateannMetaPage;

@@ -107,6 +107,8 @@ typedef struct InsertState
 	/* no live node found: the new node becomes the entry point */
 	bool		become_entry;
 	uint32		searched_entry;
+	/* the metapage said VACUUM frees slots when the id was taken */
+	bool		freeing_slots;
 	/* reverse-edge prunes */
 	float	   *jvec;			/* the neighbor's vector */
 	float	   *known;			/* its neighbors' exact vectors */
@@ -127,6 +129,26 @@ typedef struct InsertWalk
 
 
 /*
+ * Read node id's record into is->scratch, through shared buffers, and keep
+ * it in *exp as expanded: its exact vector (into vector), distance, and
+ * whether it is deleted.  Returns its header.
+ */
+static GateannNodeHeader *
+keep_expanded(InsertState *is, uint32 id, Expanded *exp, float *vector)
+{
+	GateannNodeHeader *hdr;
+
+	gateann_read_record(is->index, &is->meta, id, is->scratch, NULL);
+	hdr = GateannRecordHeader(is->scratch);
+	gateann_record_check_node(is->index, hdr, id);
+	exp->id = id;
+	exp->deleted = (hdr->flags & GATEANN_NODE_DELETED) != 0;
+	gateann_record_copy_vector(&is->meta, is->scratch, vector);
+	exp->dist = gateann_l2sq(is->vector, vector, is->meta.dims);
+	return hdr;
+}
+
+/*
  * An expansion: read the record through shared buffers, keep its exact
  * vector and distance, and return its neighbors not met yet with their PQ
  * distances.
@@ -144,15 +166,7 @@ expand_insert(void *arg, uint32_t id, float dist, uint32_t *ids, float *dists)
 				i;
 
 	CHECK_FOR_INTERRUPTS();
-	gateann_read_record(is->index, meta, id, is->scratch, NULL);
-	hdr = GateannRecordHeader(is->scratch);
-	gateann_record_check_node(is->index, hdr, id);
-	w->exp[w->nexp].id = id;
-	w->exp[w->nexp].deleted = (hdr->flags & GATEANN_NODE_DELETED) != 0;
-	gateann_record_copy_vector(meta, is->scratch, w->exp_vectors + (Size) w->nexp * meta->dims);
-	w->exp[w->nexp].dist = gateann_l2sq(is->vector,
-										w->exp_vectors + (Size) w->nexp * meta->dims,
-										meta->dims);
+	hdr = keep_expanded(is, id, &w->exp[w->nexp], w->exp_vectors + (Size) w->nexp * meta->dims);
 	w->nexp++;
 
 	nbrs = GateannRecordNeighbors(meta, is->scratch);
@@ -421,6 +435,7 @@ allocate_and_write(InsertState *is)
 
 		LockBuffer(metabuf, BUFFER_LOCK_EXCLUSIVE);
 		disk = GateannPageGetMeta(BufferGetPage(metabuf));
+		is->freeing_slots = (disk->freeing_slots != 0);
 		if (is->become_entry && disk->entry_point != is->searched_entry)
 		{
 			/* someone else replaced the entry point: search from the new one */
@@ -493,16 +508,19 @@ allocate_and_write(InsertState *is)
 }
 
 /*
- * Neighbors of the new node VACUUM deleted while it searched: drop them
- * from its list.  (VACUUM repairs every list that points to a deleted node
- * before it frees the node's slot, and marks nodes deleted before that.
- * The new record was written before these flags are read, and page locks
- * order both sides, so a list VACUUM's repair pass did not see is cleaned
- * here: no live node ever points to a freed slot.)  Returns the list's new
- * length; nbrs is filtered in place.
+ * Neighbors of the new node whose records carry one of `flags` now: drop
+ * them from its list.  With GATEANN_NODE_DELETED, those VACUUM deleted
+ * while it searched.  (VACUUM repairs every list that points to a deleted
+ * node before it frees the node's slot, and marks nodes deleted before
+ * that.  The new record was written before these flags are read, and page
+ * locks order both sides, so a list VACUUM's repair pass did not see is
+ * cleaned here: no live node ever points to a freed slot.)  A new entry
+ * point keeps its deleted neighbors and drops only the freed ones (a VACUUM
+ * that freed slots before it took its id and was done by then).  Returns
+ * the list's new length; nbrs is filtered in place.
  */
 static int
-drop_deleted_neighbors(InsertState *is, uint32 id, uint32 *nbrs, int nn)
+drop_flagged_neighbors(InsertState *is, uint32 id, uint32 *nbrs, int nn, uint16 flags)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	uint32		list[GATEANN_MAX_NEIGHBORS_LIMIT];
@@ -518,7 +536,7 @@ drop_deleted_neighbors(InsertState *is, uint32 id, uint32 *nbrs, int nn)
 	for (i = 0; i < nn; i++)
 	{
 		gateann_read_header(is->index, meta, nbrs[i], &hdr);
-		if (hdr.flags & GATEANN_NODE_DELETED)
+		if (hdr.flags & flags)
 			gone[ngone++] = nbrs[i];
 	}
 	if (ngone == 0)
@@ -1058,15 +1076,34 @@ choose_neighbors(InsertState *is)
 	is->exp_vectors = palloc(sizeof(float) * dims * (Size) max_exp);
 	is->nexp = insert_search(is, meta->build_search_list_size, is->exp, is->exp_vectors,
 							 max_exp);
+	for (i = 0; i < is->nexp; i++)
+		ncand += is->exp[i].deleted ? 0 : 1;
+
+	/*
+	 * No live node expanded, yet the entry point is live (deleted nodes
+	 * nearer the new vector pushed it out of the list): it is the one
+	 * neighbor.  Becoming the entry point over deleted nodes is for when
+	 * nothing live is known; its list is one only a VACUUM that has not
+	 * begun to free slots repairs (gateann.h, freeing_slots).
+	 */
+	if (ncand == 0 && is->nexp > 0 && is->nexp < max_exp &&
+		gateann_store_has(is->store, is->searched_entry) &&
+		!gateann_store_is_deleted(is->store, is->searched_entry))
+	{
+		(void) keep_expanded(is, is->searched_entry, &is->exp[is->nexp],
+							 is->exp_vectors + (Size) is->nexp * dims);
+		if (!is->exp[is->nexp].deleted)
+		{
+			is->nexp++;
+			ncand = 1;
+		}
+	}
+	is->become_entry = (ncand == 0 &&
+						(is->nexp > 0 || meta->entry_point == InvalidNodeId));
 	is->exp_by_id = palloc(sizeof(uint32) * Max(is->nexp, 1));
 	for (i = 0; i < is->nexp; i++)
 		is->exp_by_id[i] = (uint32) i;
 	qsort_arg(is->exp_by_id, is->nexp, sizeof(uint32), cmp_exp_by_id, is->exp);
-
-	for (i = 0; i < is->nexp; i++)
-		ncand += is->exp[i].deleted ? 0 : 1;
-	is->become_entry = (ncand == 0 &&
-						(is->nexp > 0 || meta->entry_point == InvalidNodeId));
 	cand_vectors = palloc(sizeof(float) * dims * (Size) Max(is->nexp, 1));
 	cand_ids = palloc(sizeof(uint32) * Max(is->nexp, 1));
 	ncand = 0;
@@ -1144,8 +1181,15 @@ insert_node(InsertState *is, Datum *values, bool *isnull, ItemPointer heap_tid)
 	}
 	if (is->tail)
 		return id;
-	if (!is->become_entry)
-		is->nn = drop_deleted_neighbors(is, id, is->nbrs, is->nn);
+	/*
+	 * A new entry point links to deleted nodes on purpose; a VACUUM repairs
+	 * its list unless it took its id while slots were being freed.
+	 */
+	if (!is->become_entry || is->freeing_slots)
+		is->nn = drop_flagged_neighbors(is, id, is->nbrs, is->nn,
+										GATEANN_NODE_DELETED | GATEANN_NODE_FREE);
+	else
+		is->nn = drop_flagged_neighbors(is, id, is->nbrs, is->nn, GATEANN_NODE_FREE);
 	link_reverse_edges(is, id);
 	return id;
 }

@@ -304,6 +304,12 @@ gateann_meta_set_entry_point(GateannMetaPageData *m, uint32 id)
 }
 
 void
+gateann_meta_set_freeing_slots(GateannMetaPageData *m, bool freeing)
+{
+	m->freeing_slots = freeing ? 1 : 0;
+}
+
+void
 gateann_meta_free_slot(GateannMetaPageData *m, uint32 id)
 {
 	Assert(id < m->nnodes);

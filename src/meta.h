@@ -83,6 +83,8 @@ extern void gateann_meta_update_finish(GateannMetaUpdate *u);
  */
 extern void gateann_meta_set_entry_point(GateannMetaPageData *m, uint32 id);
 extern void gateann_meta_free_slot(GateannMetaPageData *m, uint32 id);
+/* VACUUM frees slots from now on / is done (gateann.h, freeing_slots) */
+extern void gateann_meta_set_freeing_slots(GateannMetaPageData *m, bool freeing);
 extern void gateann_meta_take_slot(GateannMetaPageData *m, uint32 id);
 extern void gateann_meta_append_node(GateannMetaPageData *m, uint32 id, BlockNumber node_pages);
 extern void gateann_meta_add_deleted(GateannMetaPageData *m, uint32 n);

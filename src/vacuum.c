@@ -26,7 +26,11 @@
  * Only page locks are held, one record at a time (the metapage first in
  * step 4, in the order inserts take them), so queries and inserts go on.
  * An insert whose search read a node before it was deleted drops the edge
- * itself (insert.c, drop_deleted_neighbors).
+ * itself (insert.c, drop_flagged_neighbors).  Steps 3 and 4 run with the
+ * metapage's freeing_slots set, and step 3 covers the nodes there were when
+ * it was set: an insert that takes its id after that drops every edge to a
+ * deleted node, even as a new entry point (gateann.h).  Step 5 walks the
+ * nodes appended meanwhile too.
  */
 #include "postgres.h"
 
@@ -961,23 +965,46 @@ relink_unreachable(Consolidation *c, uint64 since)
 }
 
 /*
- * Read the metapage again: inserts may have appended nodes since the
- * consolidation began, which the walk will meet, so the stamps grow to
- * cover them (the maps keep the node count they were made for: gone()
- * takes every node past it for live).
+ * The stamps grow to cover meta.nnodes: inserts may have appended nodes
+ * since the consolidation began, which the walk will meet.  (The maps keep
+ * the node count they were made for: gone() takes every node past it for
+ * live.)  Returns how many nodes they grew by.
  */
-static void
-reread_meta(Consolidation *c)
+static uint32
+cover_appended(Consolidation *c)
 {
-	gateann_read_meta(c->index, &c->meta);
+	uint32		grown = 0;
+
 	if (c->meta.nnodes > c->stamp_nodes)
 	{
+		grown = c->meta.nnodes - c->stamp_nodes;
 		c->stamp = repalloc_huge(c->stamp, sizeof(uint32) * (Size) c->meta.nnodes);
-		memset(c->stamp + c->stamp_nodes, 0,
-			   sizeof(uint32) * (Size) (c->meta.nnodes - c->stamp_nodes));
-		elog(DEBUG1, "gateann VACUUM of \"%s\": a store was loaded meanwhile, the walk covers %u nodes appended since it began",
-			 RelationGetRelationName(c->index), c->meta.nnodes - c->stamp_nodes);
+		memset(c->stamp + c->stamp_nodes, 0, sizeof(uint32) * (Size) grown);
 		c->stamp_nodes = c->meta.nnodes;
+	}
+	return grown;
+}
+
+/*
+ * Steps 3 and 4 repair the lists of the nodes there are when the metapage
+ * says that slots are being freed (gateann.h, freeing_slots): an insert
+ * that takes its id after that update sees it and drops its edges to
+ * deleted nodes itself.  So the node count is read in that update.
+ */
+static void
+set_freeing_slots(Consolidation *c, bool freeing)
+{
+	GateannMetaUpdate u;
+	GateannMetaPageData *m = gateann_meta_update_begin(c->index, &u, false);
+
+	gateann_meta_set_freeing_slots(m, freeing);
+	if (freeing)
+		memcpy(&c->meta, m, sizeof(GateannMetaPageData));
+	gateann_meta_update_finish(&u);
+	if (freeing)
+	{
+		(void) cover_appended(c);
+		c->map_nodes = c->meta.nnodes;
 	}
 }
 
@@ -993,7 +1020,9 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	MemoryContext cxt;
 	MemoryContext oldcxt;
 	uint32		freed = 0;
+	uint32		appended;
 	uint64		since;
+	bool		reloaded;
 
 	memset(&c, 0, sizeof(c));
 	c.index = info->index;
@@ -1042,6 +1071,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	if (c.meta.ndeleted > 0 && replace_entry_point(&c))
 	{
 		replace_deleted_entries(&c);
+		set_freeing_slots(&c, true);
 		collect_deleted(&c);
 		if (c.ndoomed > 0)
 		{
@@ -1049,6 +1079,7 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 			free_slots(&c);
 			freed = c.ndoomed;
 		}
+		set_freeing_slots(&c, false);
 	}
 
 	/*
@@ -1061,12 +1092,20 @@ consolidate(IndexVacuumInfo *info, int64 *repaired, int64 *relinked)
 	 * the index was loaded meanwhile, inserts went there, and ours misses
 	 * their edges.  Drop the stores loaded since and walk on a fresh one.
 	 */
-	if (gateann_store_reloaded_since(c.index, since, c.store))
+	reloaded = gateann_store_reloaded_since(c.index, since, c.store);
+	if (reloaded)
 	{
 		gateann_store_forget_reloaded_since(c.index, since, c.store);
 		since = gateann_store_clock();
-		reread_meta(&c);
+	}
+	/* nodes appended meanwhile are walked too (their inserts repaired them) */
+	gateann_read_meta(c.index, &c.meta);
+	appended = cover_appended(&c);
+	if (reloaded)
+	{
 		c.store = gateann_store_get(c.index, &c.meta);
+		elog(DEBUG1, "gateann VACUUM of \"%s\": a store was loaded meanwhile, the walk covers %u nodes appended since it began",
+			 RelationGetRelationName(c.index), appended);
 	}
 	/*
 	 * The changes this walk covers: those counted before it begins, unless
