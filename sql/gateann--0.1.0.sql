@@ -379,6 +379,13 @@ CREATE OPERATOR CLASS jsonb_filter_ops DEFAULT FOR TYPE jsonb USING gateann
 	OPERATOR 12 @@ (jsonb, jsonpath),
 	OPERATOR 13 @? (jsonb, jsonpath);
 
+-- The condition on a jsonb filter column that the planner adds for
+-- jsonb_path_match(column, path, vars) when path or vars is a parameter (a
+-- generic plan): path with vars written in, or the path `true` (every value
+-- matches) for what cannot be written so.  The call stays the filter.
+CREATE FUNCTION gateann_path_match_condition(path jsonpath, vars jsonb) RETURNS jsonpath
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
+
 -- introspection ------------------------------------------------------------
 
 CREATE FUNCTION gateann_last_scan(

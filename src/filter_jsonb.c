@@ -498,3 +498,27 @@ gateann_jsonpath_bind_vars(JsonPath *jp, Jsonb *vars)
 		return NULL;
 	return DatumGetJsonPathP(DirectFunctionCall1(jsonpath_in, CStringGetDatum(buf.data)));
 }
+
+/*
+ * gateann_path_match_condition(path jsonpath, vars jsonb) RETURNS jsonpath:
+ * what planner.c compares a jsonb filter column with (@@) for
+ * jsonb_path_match(column, path, vars) when path or vars is known only when
+ * the query runs (a parameter of a generic plan): path with vars written in
+ * (gateann_jsonpath_bind_vars), or, for a path or vars it cannot write in
+ * (or a NULL), the path `true`, which every value matches.  The call stays
+ * the query's filter, so the condition only has to match at least the rows
+ * it does.
+ */
+PG_FUNCTION_INFO_V1(gateann_path_match_condition);
+
+Datum
+gateann_path_match_condition(PG_FUNCTION_ARGS)
+{
+	JsonPath   *bound = NULL;
+
+	if (!PG_ARGISNULL(0) && !PG_ARGISNULL(1))
+		bound = gateann_jsonpath_bind_vars(PG_GETARG_JSONPATH_P(0), PG_GETARG_JSONB_P(1));
+	if (bound == NULL)
+		return DirectFunctionCall1(jsonpath_in, CStringGetDatum("true"));
+	PG_RETURN_JSONPATH_P(bound);
+}

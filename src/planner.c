@@ -21,7 +21,9 @@
  * A function call is never an index condition for the core; langchain's
  * PGVector writes every metadata filter as jsonb_path_match(column, path,
  * vars), which the jsonb operator class can check as "column @@ path" once
- * the variables are written into the path (path_match_index_clause).
+ * the variables are written into the path (path_match_index_clause): by
+ * the planner when they are constants, else by the SQL function
+ * gateann_path_match_condition when the scan starts (a generic plan).
  *
  * After the core paths exist, every ordered gateann index path of a base
  * relation is replaced by the same path with those conditions added as
@@ -40,6 +42,7 @@
 #include "filter.h"
 
 #include "catalog/pg_operator.h"
+#include "catalog/pg_opfamily.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "nodes/makefuncs.h"
@@ -48,8 +51,10 @@
 #include "optimizer/pathnode.h"
 #include "optimizer/paths.h"
 #include "optimizer/restrictinfo.h"
+#include "parser/parse_func.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/syscache.h"
 
 static set_rel_pathlist_hook_type prev_set_rel_pathlist_hook = NULL;
 
@@ -108,10 +113,44 @@ saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 #endif
 
 /*
- * jsonb_path_match(column, path, vars) with a constant path and vars, as
- * langchain's PGVector writes each metadata condition, on a jsonb column
- * indexcol: the index clause "column @@ path" with vars written into the
- * path (gateann_jsonpath_bind_vars), or NULL.  The clause is lossy, so the
+ * The call gateann_path_match_condition(path, vars) (the extension's, found
+ * in the schema of the column's operator family), when path and vars are
+ * known when the scan starts: no column, nothing volatile.  Else NULL.
+ */
+static Expr *
+path_match_condition_call(IndexOptInfo *index, int indexcol, Expr *path, Expr *vars)
+{
+	Oid			argtypes[2] = {JSONPATHOID, JSONBOID};
+	HeapTuple	tup;
+	char	   *schema;
+	Oid			fn;
+
+	if (exprType((Node *) path) != JSONPATHOID || exprType((Node *) vars) != JSONBOID ||
+		contain_var_clause((Node *) path) || contain_var_clause((Node *) vars) ||
+		contain_volatile_functions((Node *) path) || contain_volatile_functions((Node *) vars))
+		return NULL;
+	tup = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(index->opfamily[indexcol]));
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	schema = get_namespace_name(((Form_pg_opfamily) GETSTRUCT(tup))->opfnamespace);
+	ReleaseSysCache(tup);
+	if (schema == NULL)
+		return NULL;
+	fn = LookupFuncName(list_make2(makeString(schema), makeString("gateann_path_match_condition")),
+						2, argtypes, true);
+	if (!OidIsValid(fn))
+		return NULL;
+	return (Expr *) makeFuncExpr(fn, JSONPATHOID, list_make2(path, vars), InvalidOid,
+								 InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * jsonb_path_match(column, path, vars), as langchain's PGVector writes each
+ * metadata condition, on a jsonb column indexcol: the index clause
+ * "column @@ path" with vars written into the path -- now
+ * (gateann_jsonpath_bind_vars) when both are constants, else when the scan
+ * starts (path_match_condition_call: a generic plan's parameters) -- or
+ * NULL.  The clause is lossy, so the
  * executor checks the call itself on the rows the index returns: what the
  * call matches, the operator matches too (it only also turns errors into
  * no match).
@@ -125,6 +164,7 @@ path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *in
 	Const	   *vars;
 	Oid			opno;
 	JsonPath   *bound;
+	Expr	   *condition;
 	Expr	   *op;
 	IndexClause *iclause;
 
@@ -134,19 +174,30 @@ path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *in
 		return NULL;
 	path = (Const *) lsecond(call->args);
 	vars = (Const *) lthird(call->args);
-	if (!IsA(path, Const) || !IsA(vars, Const) || path->constisnull || vars->constisnull)
-		return NULL;
 	opno = get_opfamily_member(index->opfamily[indexcol], JSONBOID, JSONPATHOID,
 							   STRAT_PATH_MATCH);
 	if (!OidIsValid(opno))
 		return NULL;
-	bound = gateann_jsonpath_bind_vars(DatumGetJsonPathP(path->constvalue),
-									   DatumGetJsonbP(vars->constvalue));
-	if (bound == NULL)
-		return NULL;
-	op = make_opclause(opno, BOOLOID, false, (Expr *) linitial(call->args),
-					   (Expr *) makeConst(JSONPATHOID, -1, InvalidOid, -1,
-										  PointerGetDatum(bound), false, false),
+	if (IsA(path, Const) && IsA(vars, Const))
+	{
+		/* written in now (a NULL argument: the call matches nothing anyway) */
+		if (path->constisnull || vars->constisnull)
+			return NULL;
+		bound = gateann_jsonpath_bind_vars(DatumGetJsonPathP(path->constvalue),
+										   DatumGetJsonbP(vars->constvalue));
+		if (bound == NULL)
+			return NULL;
+		condition = (Expr *) makeConst(JSONPATHOID, -1, InvalidOid, -1,
+									   PointerGetDatum(bound), false, false);
+	}
+	else
+	{
+		/* a parameter: written in when the scan starts */
+		condition = path_match_condition_call(index, indexcol, (Expr *) path, (Expr *) vars);
+		if (condition == NULL)
+			return NULL;
+	}
+	op = make_opclause(opno, BOOLOID, false, (Expr *) linitial(call->args), condition,
 					   InvalidOid, InvalidOid);
 	iclause = new_index_clause(rinfo, make_simple_restrictinfo(root, op), indexcol);
 	iclause->lossy = true;
