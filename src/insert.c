@@ -219,7 +219,8 @@ insert_search(InsertState *is, int L, Expanded *exp, float *exp_vectors, int max
 		return 0;
 	/* entry_point first: the others in the store's copy may have been deleted since */
 	seeds[0] = entry;
-	nseeds = 1 + Min(gateann_store_entries_by_distance(store, meta, is->table, seeds + 1),
+	nseeds = 1 + Min(gateann_store_entries_by_distance(store, meta, is->table, seeds + 1,
+													   GATEANN_INSERT_ENTRY_SEEDS),
 					 GATEANN_INSERT_ENTRY_SEEDS);
 	for (k = 0; k < nseeds; k++)
 		if (!gateann_visit(w.visited, seeds[k]))

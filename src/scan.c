@@ -1383,7 +1383,8 @@ resume_search(GateannScanOpaque so)
 	if (!so->exhausted && so->evicted.size == 0 && !so->all_entries_seeded)
 	{
 		uint32		ids[GATEANN_MAX_ENTRIES];
-		int			n = gateann_store_entries_by_distance(so->store, &so->meta, so->table, ids);
+		int			n = gateann_store_entries_by_distance(so->store, &so->meta, so->table, ids,
+														  GATEANN_MAX_ENTRIES);
 		int			i;
 
 		so->all_entries_seeded = true;
@@ -1827,15 +1828,18 @@ static void
 seed_frontier(GateannScanOpaque so)
 {
 	uint32		ids[GATEANN_MAX_ENTRIES];
-	int			n = gateann_store_entries_by_distance(so->store, &so->meta, so->table, ids);
+	bool		gate = so->filtering && so->filter_mode == GATEANN_FILTER_MODE_GATE;
 	int			nseeds = SCAN_ENTRY_SEEDS;
+	/* (gate: the nearest matching ones too, so all in order) */
+	int			n = gateann_store_entries_by_distance(so->store, &so->meta, so->table, ids,
+													  gate ? GATEANN_MAX_ENTRIES : nseeds);
 	int			i,
 				matching;
 
 	seed_one(so, so->meta.entry_point);
 	for (i = 0; i < n && i < nseeds; i++)
 		seed_one(so, ids[i]);
-	if (!so->filtering || so->filter_mode != GATEANN_FILTER_MODE_GATE)
+	if (!gate)
 		return;
 	for (i = nseeds, matching = 0; i < n && matching < nseeds; i++)
 	{

@@ -215,13 +215,14 @@ gateann_store_prefetch_row(const GateannStore *s, uint32 id)
 }
 
 /*
- * The entry points of meta the store holds, nearest first by the PQ
- * distance table (ties by id): ids into out (room for
- * GATEANN_MAX_ENTRIES).  Returns how many.
+ * The entry points of meta the store holds, by the PQ distance table: ids
+ * into out (room for GATEANN_MAX_ENTRIES), the nearest `sorted` of them
+ * first, in order (ties by id), the rest after them in no order.  Returns
+ * how many.
  */
 extern int	gateann_store_entries_by_distance(const GateannStore *s,
 											  const GateannMetaPageData *meta,
-											  const float *table, uint32 *out);
+											  const float *table, uint32 *out, int sorted);
 
 /*
  * gateann_reach's view of the stores (reach.h): a node's neighbor-store
