@@ -70,6 +70,9 @@
 /* Entry points an insert's search starts from (the nearest) */
 #define GATEANN_INSERT_ENTRY_SEEDS	4
 
+/* How far an insert among deleted nodes widens its search (choose_neighbors) */
+#define GATEANN_INSERT_MAX_LIST_FACTOR	8
+
 /* A node the search expanded */
 typedef struct Expanded
 {
@@ -1062,10 +1065,11 @@ choose_neighbors(InsertState *is)
 {
 	const GateannMetaPageData *meta = &is->meta;
 	int			dims = meta->dims;
-	int			max_exp = 2 * meta->build_search_list_size + meta->max_neighbors;
+	int			L = meta->build_search_list_size;
+	int			max_exp;
 	float	   *cand_vectors;
 	uint32	   *cand_ids;
-	int			ncand = 0,
+	int			ncand,
 				i;
 
 	/* the graph is built on L2: see graph.c */
@@ -1073,12 +1077,30 @@ choose_neighbors(InsertState *is)
 	gateann_pq_distance_table(&is->store->pq, is->vector, GATEANN_PQ_L2, is->table);
 	is->jvec = palloc(sizeof(float) * dims);
 	is->known = palloc(sizeof(float) * dims * GATEANN_MAX_NEIGHBORS_LIMIT);
-	is->exp = palloc(sizeof(Expanded) * max_exp);
-	is->exp_vectors = palloc(sizeof(float) * dims * (Size) max_exp);
-	is->nexp = insert_search(is, meta->build_search_list_size, is->exp, is->exp_vectors,
-							 max_exp);
-	for (i = 0; i < is->nexp; i++)
-		ncand += is->exp[i].deleted ? 0 : 1;
+
+	/*
+	 * Where deleted nodes crowd the list (rows deleted and not yet
+	 * vacuumed), the search finds few live nodes to link to, and a node
+	 * with one or two neighbors is one searches hardly ever reach: search
+	 * again with twice the list, up to GATEANN_INSERT_MAX_LIST_FACTOR
+	 * times it, while fewer than a quarter of R live nodes were expanded
+	 * and the list was full.
+	 */
+	for (;;)
+	{
+		max_exp = 2 * L + meta->max_neighbors;
+		is->exp = palloc(sizeof(Expanded) * max_exp);
+		is->exp_vectors = palloc(sizeof(float) * dims * (Size) max_exp);
+		is->nexp = insert_search(is, L, is->exp, is->exp_vectors, max_exp);
+		for (i = 0, ncand = 0; i < is->nexp; i++)
+			ncand += is->exp[i].deleted ? 0 : 1;
+		if (ncand >= meta->max_neighbors / 4 || is->nexp < L ||
+			L >= GATEANN_INSERT_MAX_LIST_FACTOR * meta->build_search_list_size)
+			break;
+		pfree(is->exp);
+		pfree(is->exp_vectors);
+		L *= 2;
+	}
 
 	/*
 	 * No live node expanded, yet the entry point is live (deleted nodes
