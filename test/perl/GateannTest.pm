@@ -13,7 +13,7 @@ use Exporter 'import';
 use PostgreSQL::Test::Cluster;
 
 our @EXPORT = qw(gateann_node gateann_standby random_vectors_sql single_row_inserts_sql
-  indexed_items_sql crc32c);
+  indexed_items_sql loaded_tenant_table_sql crc32c);
 
 # A started node where CREATE EXTENSION gateann is done (database postgres).
 #   preload => 1     shared_preload_libraries = 'gateann' (shared stores)
@@ -87,6 +87,23 @@ sub indexed_items_sql
 	  . "CREATE INDEX items_idx ON items USING gateann (v);\n"
 	  . "CREATE TABLE queries AS SELECT id AS q, v FROM items WHERE id % $every = 0;\n"
 	  . "CHECKPOINT;";
+}
+
+# Table t (id int PRIMARY KEY, v real[], meta jsonb) of $n random
+# $dims-dimensional rows (random() seeded with $seed), meta {"tenant": id %
+# 10}, a gateann index t_idx on (v, meta), and one scan, which loads its
+# stores: the set-up of the VACUUM tests
+sub loaded_tenant_table_sql
+{
+	my ($seed, $n, $dims) = @_;
+	return "SELECT setseed($seed);\n"
+	  . "CREATE TABLE t (id int PRIMARY KEY, v real[], meta jsonb);\n"
+	  . random_vectors_sql('t', $n, $dims) . "\n"
+	  . "UPDATE t SET meta = jsonb_build_object('tenant', id % 10);\n"
+	  . "CREATE INDEX t_idx ON t USING gateann (v, meta);\n"
+	  . "SET enable_seqscan = off;\n"
+	  . "SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 1) LIMIT 10) s;\n"
+	  . "RESET enable_seqscan;";
 }
 
 # $count rows of (id, vector of $dims random() values) into $table, ids

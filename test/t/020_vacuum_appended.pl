@@ -24,16 +24,8 @@ use GateannTest;
 my $node = gateann_node('main', preload => 1, conf => "autovacuum = off");
 
 # 2,000 rows: the loaded store holds 2,000 + 2,000 / 8 + 1,024 = 3,274 nodes
-$node->safe_psql('postgres', q{
-SELECT setseed(0.5);
-CREATE TABLE t (id int PRIMARY KEY, v real[], meta jsonb);
-} . random_vectors_sql('t', 2000, 16) . q{
-UPDATE t SET meta = jsonb_build_object('tenant', id % 10);
-CREATE INDEX t_idx ON t USING gateann (v, meta);
-SET enable_seqscan = off;
-SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 1) LIMIT 10) s;
-DELETE FROM t WHERE id % 10 <> 0;
-});
+$node->safe_psql('postgres',
+	loaded_tenant_table_sql(0.5, 2000, 16) . 'DELETE FROM t WHERE id % 10 <> 0;');
 is($node->safe_psql('postgres', q{SELECT loaded FROM gateann_index_info('t_idx')}),
 	't', 'the store is loaded before VACUUM');
 

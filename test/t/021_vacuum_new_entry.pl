@@ -31,15 +31,8 @@ my $node = gateann_node('main', preload => 1, conf => "autovacuum = off");
 # deleted while the inserts go on, and it frees their slots meanwhile too.
 for my $round (1 .. 4)
 {
-	$node->safe_psql('postgres', "DROP TABLE IF EXISTS t; SELECT setseed(0.$round);" . q{
-CREATE TABLE t (id int PRIMARY KEY, v real[], meta jsonb);
-} . random_vectors_sql('t', 20000, 32) . q{
-UPDATE t SET meta = jsonb_build_object('tenant', id % 10);
-CREATE INDEX t_idx ON t USING gateann (v, meta);
-SET enable_seqscan = off;
-SELECT count(*) FROM (SELECT id FROM t ORDER BY v <-> (SELECT v FROM t WHERE id = 1) LIMIT 10) s;
-DELETE FROM t;
-});
+	$node->safe_psql('postgres',
+		'DROP TABLE IF EXISTS t;' . loaded_tenant_table_sql("0.$round", 20000, 32) . 'DELETE FROM t;');
 	my @inserts;
 	for my $k (0 .. 39)
 	{
