@@ -1013,12 +1013,41 @@ probe_build_recall(Relation index, const GateannGraph *graph, int build_list,
 }
 
 /*
+ * Train with the planner's parallel workers (the same codebook as serially:
+ * pq_parallel.c) when it chose some, the build is in memory and big enough
+ * to start them, and the shared copy of the sample, in place of the serial
+ * scratch, keeps the build within maintenance_work_mem.  False: train
+ * serially.
+ */
+static bool
+train_codebook_parallel(BuildState *bs, GateannPQ *pq, const float *sample, int nsample,
+						int nworkers)
+{
+	Size		need;
+
+	if (!bs->parallel || bs->spill != NULL || bs->n < GATEANN_PARALLEL_MIN_NODES ||
+		nsample < GATEANN_PQ_CENTROIDS)
+		return false;
+	need = memory_need(bs, bs->n, 1.0) -
+		gateann_pq_train_scratch_bytes(nsample, bs->dims, pq->m) +
+		gateann_parallel_pq_bytes(nsample, bs->dims);
+	if (need > bs->memory_limit)
+	{
+		elog(DEBUG1, "gateann: training the PQ codebook serially: in parallel it needs %zu kB, maintenance_work_mem is %zu kB",
+			 need / 1024, bs->memory_limit / 1024);
+		return false;
+	}
+	return gateann_pq_train_parallel(pq, sample, nsample, GATEANN_PQ_SEED,
+									 GATEANN_PQ_TRAIN_ITERATIONS, nworkers);
+}
+
+/*
  * Step 2: the PQ codebook, trained on a sample of the vectors (a partial
  * Fisher-Yates over an index array); sets meta's PQ fields.
  */
 static void
 train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
-			   GateannMetaPageData *meta, GateannPQ *pq)
+			   GateannMetaPageData *meta, GateannPQ *pq, int nworkers)
 {
 	int			m = gateann_pq_subspaces(index, opts, bs->dims);
 	int			nsample = (int) Min((uint32) GATEANN_PQ_TRAIN_SAMPLE, bs->n);
@@ -1061,13 +1090,16 @@ train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
 	gateann_pq_attach(pq, bs->dims, m,
 					  palloc_extended(gateann_pq_codebook_bytes(bs->dims),
 									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
-	scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs->dims, m),
-							  MCXT_ALLOC_HUGE);
-	gateann_pq_train(pq, sample, nsample, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
-					 scratch, train_interrupts);
+	if (!train_codebook_parallel(bs, pq, sample, nsample, nworkers))
+	{
+		scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs->dims, m),
+								  MCXT_ALLOC_HUGE);
+		gateann_pq_train(pq, sample, nsample, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
+						 scratch, train_interrupts);
+		pfree(scratch);
+	}
 	meta->pq_trained_rows = (uint32) nsample;
 	meta->pq_retrain_at = gateann_pq_next_retrain((uint32) nsample);
-	pfree(scratch);
 	pfree(sample);
 }
 
@@ -1241,12 +1273,12 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	memset(&graph, 0, sizeof(graph));
 	if (bs.n > 0 && bs.spill != NULL)
 	{
-		train_codebook(&bs, index, opts, &meta, &pq);
+		train_codebook(&bs, index, opts, &meta, &pq, nworkers);
 		build_in_partitions(&bs, opts, &meta, &pq, &merge, nworkers);
 	}
 	else if (bs.n > 0)
 	{
-		train_codebook(&bs, index, opts, &meta, &pq);
+		train_codebook(&bs, index, opts, &meta, &pq, nworkers);
 		codes = encode_vectors(&bs, &pq, &meta, entries, &nentries);
 
 		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES)

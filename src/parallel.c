@@ -64,6 +64,35 @@ typedef struct GraphShared
 
 PGDLLEXPORT void gateann_parallel_graph_main(dsm_segment *seg, shm_toc *toc);
 
+ParallelContext *
+gateann_parallel_begin(const char *function, int nworkers, Size bytes, uint64 key,
+					   void **shared)
+{
+	ParallelContext *pcxt;
+
+	EnterParallelMode();
+	pcxt = CreateParallelContext("gateann", function, nworkers);
+	shm_toc_estimate_chunk(&pcxt->estimator, bytes);
+	shm_toc_estimate_keys(&pcxt->estimator, 1);
+	InitializeParallelDSM(pcxt);
+	if (pcxt->seg == NULL)
+	{
+		DestroyParallelContext(pcxt);
+		ExitParallelMode();
+		return NULL;
+	}
+	*shared = shm_toc_allocate(pcxt->toc, bytes);
+	shm_toc_insert(pcxt->toc, key, *shared);
+	return pcxt;
+}
+
+void
+gateann_parallel_end(ParallelContext *pcxt)
+{
+	DestroyParallelContext(pcxt);
+	ExitParallelMode();
+}
+
 static void
 layout_shared(GraphShared *sh, const GateannGraph *g)
 {
@@ -206,20 +235,10 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 	int			cap = gateann_graph_capacity(graph->R);
 
 	layout_shared(&layout, graph);
-
-	EnterParallelMode();
-	pcxt = CreateParallelContext("gateann", "gateann_parallel_graph_main", nworkers);
-	shm_toc_estimate_chunk(&pcxt->estimator, layout.total_size);
-	shm_toc_estimate_keys(&pcxt->estimator, 1);
-	InitializeParallelDSM(pcxt);
-	if (pcxt->seg == NULL)
-	{
-		DestroyParallelContext(pcxt);
-		ExitParallelMode();
+	pcxt = gateann_parallel_begin("gateann_parallel_graph_main", nworkers, layout.total_size,
+								  PARALLEL_KEY_GRAPH, (void **) &sh);
+	if (pcxt == NULL)
 		return false;
-	}
-
-	sh = shm_toc_allocate(pcxt->toc, layout.total_size);
 	*sh = layout;
 	sh->n = graph->n;
 	sh->dims = graph->dims;
@@ -238,7 +257,6 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 	sh->medoid = g.medoid;
 	sh->nentries = g.nentries;
 	memcpy(sh->entries, g.entries, sizeof(uint32) * g.nentries);
-	shm_toc_insert(pcxt->toc, PARALLEL_KEY_GRAPH, sh);
 
 	s = gateann_graph_scratch_create(&g, L);
 	while (gateann_graph_next_step(&g, &step, L, alpha))
@@ -270,7 +288,6 @@ gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entries, int nen
 	memcpy(graph->adj, g.adj, (Size) graph->n * cap * sizeof(uint32));
 	memcpy(graph->degree, g.degree, (Size) graph->n * sizeof(uint16));
 
-	DestroyParallelContext(pcxt);
-	ExitParallelMode();
+	gateann_parallel_end(pcxt);
 	return true;
 }

@@ -1,10 +1,14 @@
 /*
- * parallel.h — building the Vamana graph with parallel workers.
+ * parallel.h — the build's work with parallel workers: the PQ codebook's
+ * training (pq_parallel.c) and the Vamana graph (parallel.c).
  */
 #ifndef GATEANN_PARALLEL_H
 #define GATEANN_PARALLEL_H
 
 #include "graph.h"
+#include "pq.h"
+
+#include "access/parallel.h"
 
 /* Below this many vectors a parallel build is not worth starting. */
 #define GATEANN_PARALLEL_MIN_NODES	10000
@@ -23,5 +27,29 @@ extern bool gateann_graph_build_parallel(GateannGraph *graph, const uint32 *entr
 										 int nentries, int L, float alpha,
 										 int r_max, bool choose_r_max, int nworkers,
 										 void (*progress) (int pass, uint32 done, uint32 total));
+
+/*
+ * Enter parallel mode with a context that runs function (exported by this
+ * library) in up to nworkers workers, and a shared area of bytes under key
+ * in its table of contents (*shared); NULL: no dynamic shared memory, and
+ * parallel mode left again.  gateann_parallel_end destroys the context
+ * (waiting for its workers) and leaves parallel mode.
+ */
+extern ParallelContext *gateann_parallel_begin(const char *function, int nworkers, Size bytes,
+											   uint64 key, void **shared);
+extern void gateann_parallel_end(ParallelContext *pcxt);
+
+/* Bytes of the dynamic shared memory a parallel training on n rows needs. */
+extern Size gateann_parallel_pq_bytes(int n, int dims);
+
+/*
+ * Train pq (attached, dims and m set) on the n >= 256 rows of sample with
+ * up to nworkers workers plus the leader: the codebook gateann_pq_train
+ * gives for the same sample, seed and iterations (the sample is left as
+ * it is).  False: no dynamic shared memory could be had and the caller
+ * should train serially.
+ */
+extern bool gateann_pq_train_parallel(GateannPQ *pq, const float *sample, int n,
+									  uint64 seed, int iterations, int nworkers);
 
 #endif							/* GATEANN_PARALLEL_H */

@@ -207,6 +207,107 @@ kmeans_nearest(const float *C, int k, const float *x, int w, float *dist)
 }
 
 /*
+ * k-means in steps (pq.h): the serial trainings below and the parallel
+ * build (pq_parallel.c) run the same three, so both give the same centroids.
+ */
+void
+gateann_kmeans_start(float *C, int k, const float *X, int n, int w, uint64_t *rng,
+					 int *assign, int *chosen)
+{
+	int			c;
+	int			i;
+
+	/* initial centroids: distinct random sample rows */
+	pq_sample_distinct(rng, n, k, chosen);
+	for (c = 0; c < k; c++)
+		memcpy(C + (size_t) c * w, X + (size_t) chosen[c] * w, w * sizeof(float));
+	for (i = 0; i < n; i++)
+		assign[i] = -1;
+}
+
+int
+gateann_kmeans_assign(const float *C, int k, const float *X, int w, int from, int to,
+					  int *assign, float *dist)
+{
+	int			changed = 0;
+	int			i;
+
+	for (i = from; i < to; i++)
+	{
+		float		d;
+		int			a = kmeans_nearest(C, k, X + (size_t) i * w, w, &d);
+
+		if (a != assign[i])
+		{
+			assign[i] = a;
+			changed++;
+		}
+		dist[i] = d;
+	}
+	return changed;
+}
+
+void
+gateann_kmeans_update(float *C, int k, const float *X, int n, int w, const int *assign,
+					  float *dist, double *sums, int *counts)
+{
+	int			c;
+	int			i;
+	int			j;
+
+	memset(sums, 0, (size_t) k * w * sizeof(double));
+	memset(counts, 0, k * sizeof(int));
+	for (i = 0; i < n; i++)
+	{
+		const float *x = X + (size_t) i * w;
+		double	   *s = sums + (size_t) assign[i] * w;
+
+		for (j = 0; j < w; j++)
+			s[j] += x[j];
+		counts[assign[i]]++;
+	}
+	for (c = 0; c < k; c++)
+	{
+		if (counts[c] > 0)
+		{
+			double		inv = 1.0 / counts[c];
+			float	   *cc = C + (size_t) c * w;
+			const double *s = sums + (size_t) c * w;
+
+			for (j = 0; j < w; j++)
+				cc[j] = (float) (s[j] * inv);
+		}
+	}
+
+	/*
+	 * Empty clusters: re-seed each (in index order) from the point currently
+	 * farthest from its centroid (lowest row on ties), each point used at
+	 * most once.  If no point is away from its centroid (duplicate data),
+	 * leave the remaining empty centroids alone.
+	 */
+	for (c = 0; c < k; c++)
+	{
+		int			far = -1;
+		float		fard = 0.0f;
+
+		if (counts[c] > 0)
+			continue;
+		for (i = 0; i < n; i++)
+		{
+			if (dist[i] > fard)
+			{
+				fard = dist[i];
+				far = i;
+			}
+		}
+		if (far < 0)
+			break;
+		memcpy(C + (size_t) c * w, X + (size_t) far * w, w * sizeof(float));
+		dist[far] = -1.0f;
+	}
+}
+
+/*
  * Lloyd k-means for one subspace.  X holds n >= k contiguous rows of w
  * floats, C receives k centroids of w floats.
  */
@@ -216,93 +317,92 @@ pq_train_subspace(float *C, const float *X, int n, int w, int k, uint64_t *rng,
 				  int *counts, int *chosen, void (*check_interrupts) (void))
 {
 	int			it;
-	int			c;
-	int			i;
-	int			j;
 
-	/* initial centroids: distinct random sample rows */
-	pq_sample_distinct(rng, n, k, chosen);
-	for (c = 0; c < k; c++)
-		memcpy(C + (size_t) c * w, X + (size_t) chosen[c] * w, w * sizeof(float));
-
-	for (i = 0; i < n; i++)
-		assign[i] = -1;
-
+	gateann_kmeans_start(C, k, X, n, w, rng, assign, chosen);
 	for (it = 0; it < iterations; it++)
 	{
-		int			changed = 0;
-
 		if (check_interrupts)
 			check_interrupts();
-
-		/* assignment step */
-		for (i = 0; i < n; i++)
-		{
-			float		d;
-			int			a = kmeans_nearest(C, k, X + (size_t) i * w, w, &d);
-
-			if (a != assign[i])
-			{
-				assign[i] = a;
-				changed++;
-			}
-			dist[i] = d;
-		}
-		if (changed == 0)
+		if (gateann_kmeans_assign(C, k, X, w, 0, n, assign, dist) == 0)
 			break;				/* converged: centroids are already the means */
-
-		/* update step */
-		memset(sums, 0, (size_t) k * w * sizeof(double));
-		memset(counts, 0, k * sizeof(int));
-		for (i = 0; i < n; i++)
-		{
-			const float *x = X + (size_t) i * w;
-			double	   *s = sums + (size_t) assign[i] * w;
-
-			for (j = 0; j < w; j++)
-				s[j] += x[j];
-			counts[assign[i]]++;
-		}
-		for (c = 0; c < k; c++)
-		{
-			if (counts[c] > 0)
-			{
-				double		inv = 1.0 / counts[c];
-				float	   *cc = C + (size_t) c * w;
-				const double *s = sums + (size_t) c * w;
-
-				for (j = 0; j < w; j++)
-					cc[j] = (float) (s[j] * inv);
-			}
-		}
-
-		/*
-		 * Empty clusters: re-seed each (in index order) from the point
-		 * currently farthest from its centroid (lowest row on ties), each
-		 * point used at most once.  If no point is away from its centroid
-		 * (duplicate data), leave the remaining empty centroids alone.
-		 */
-		for (c = 0; c < k; c++)
-		{
-			int			far = -1;
-			float		fard = 0.0f;
-
-			if (counts[c] > 0)
-				continue;
-			for (i = 0; i < n; i++)
-			{
-				if (dist[i] > fard)
-				{
-					fard = dist[i];
-					far = i;
-				}
-			}
-			if (far < 0)
-				break;
-			memcpy(C + (size_t) c * w, X + (size_t) far * w, w * sizeof(float));
-			dist[far] = -1.0f;
-		}
+		gateann_kmeans_update(C, k, X, n, w, assign, dist, sums, counts);
 	}
+}
+
+uint64_t
+gateann_pq_coarse_seed(uint64_t seed)
+{
+	return seed ^ UINT64_C(0x636F61727365);	/* "coarse" */
+}
+
+void
+gateann_pq_residuals(const GateannPQ *pq, float *sample, int from, int to)
+{
+	int			dims = pq->dims;
+	int			i;
+
+	for (i = from; i < to; i++)
+	{
+		float	   *x = sample + (size_t) i * dims;
+		const float *cc = pq->coarse +
+			(size_t) gateann_pq_nearest(pq->coarse, x, dims, NULL) * dims;
+		int			j;
+
+		for (j = 0; j < dims; j++)
+			x[j] -= cc[j];
+	}
+}
+
+size_t
+gateann_pq_subspace_scratch_bytes(int n, int dims, int m)
+{
+	PQScratchLayout l;
+	size_t		wmax = pq_widest_subspace(dims, m);
+
+	pq_scratch_layout(n, wmax, wmax, PQ_K, &l);
+	return l.total + SCRATCH_ALIGN;
+}
+
+void
+gateann_pq_train_subspace(GateannPQ *pq, const float *residuals, int n, uint64_t seed,
+						  int iterations, int s, void *scratch,
+						  void (*check_interrupts) (void))
+{
+	int			dims = pq->dims;
+	int			off = gateann_pq_sub_offset(dims, pq->m, s);
+	int			w = gateann_pq_sub_dims(dims, pq->m, s);
+	float	   *C = pq->centroids + (size_t) PQ_K * off;
+	uint64_t	rng = seed ^ ((uint64_t) (s + 1) * UINT64_C(0xD1B54A32D192ED03));
+	PQScratchLayout l;
+	char	   *base;
+	float	   *X;
+	int			c;
+	int			i;
+
+	if (w == 0)
+		return;
+	if (n < PQ_K)
+	{
+		for (c = 0; c < PQ_K; c++)
+			memcpy(C + (size_t) c * w, residuals + (size_t) (c % n) * dims + off,
+				   w * sizeof(float));
+		return;
+	}
+
+	pq_scratch_layout(n, pq_widest_subspace(dims, pq->m), pq_widest_subspace(dims, pq->m),
+					  PQ_K, &l);
+	base = (char *) align_up((size_t) (uintptr_t) scratch);
+	X = (float *) (base + l.slice);
+
+	/* gather the subspace slice of every sample row contiguously */
+	for (i = 0; i < n; i++)
+		memcpy(X + (size_t) i * w, residuals + (size_t) i * dims + off,
+			   w * sizeof(float));
+
+	pq_train_subspace(C, X, n, w, PQ_K, &rng, iterations, (int *) (base + l.assign),
+					  (float *) (base + l.dist), (double *) (base + l.sums),
+					  (int *) (base + l.counts), (int *) (base + l.chosen),
+					  check_interrupts);
 }
 
 void
@@ -311,22 +411,12 @@ gateann_pq_train(GateannPQ *pq, float *sample, int n,
 				 void (*check_interrupts) (void))
 {
 	int			dims = pq->dims;
-	int			m = pq->m;
-	PQScratchLayout l;
-	char	   *base;
-	float	   *X;
-	int		   *assign;
-	float	   *dist;
-	double	   *sums;
-	int		   *counts;
-	int		   *chosen;
 	int			s;
 	int			i;
 	int			c;
-	size_t		wmax;
 
 	memset(pq->centroids, 0, gateann_pq_codebook_bytes(dims));
-	if (n <= 0 || dims <= 0 || m <= 0)
+	if (n <= 0 || dims <= 0 || pq->m <= 0)
 		return;
 
 	/* the coarse quantizer, then every sample row becomes its residual */
@@ -337,59 +427,21 @@ gateann_pq_train(GateannPQ *pq, float *sample, int n,
 				   dims * sizeof(float));
 	}
 	else
-		gateann_kmeans(pq->coarse, PQ_K, sample, n, dims,
-					   seed ^ UINT64_C(0x636F61727365),	/* "coarse" */
+		gateann_kmeans(pq->coarse, PQ_K, sample, n, dims, gateann_pq_coarse_seed(seed),
 					   iterations, scratch, check_interrupts);
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i += 4096)
 	{
-		float	   *x = sample + (size_t) i * dims;
-		const float *cc = pq->coarse +
-			(size_t) gateann_pq_nearest(pq->coarse, x, dims, NULL) * dims;
-		int			j;
-
-		for (j = 0; j < dims; j++)
-			x[j] -= cc[j];
-		if (check_interrupts && (i & 4095) == 4095)
+		gateann_pq_residuals(pq, sample, i, i + 4096 < n ? i + 4096 : n);
+		if (check_interrupts)
 			check_interrupts();
 	}
 
-	wmax = pq_widest_subspace(dims, m);
-	pq_scratch_layout(n, wmax, wmax, PQ_K, &l);
-	base = (char *) align_up((size_t) (uintptr_t) scratch);
-	X = (float *) (base + l.slice);
-	assign = (int *) (base + l.assign);
-	dist = (float *) (base + l.dist);
-	sums = (double *) (base + l.sums);
-	counts = (int *) (base + l.counts);
-	chosen = (int *) (base + l.chosen);
-
-	for (s = 0; s < m; s++)
+	for (s = 0; s < pq->m; s++)
 	{
-		int			off = gateann_pq_sub_offset(dims, m, s);
-		int			w = gateann_pq_sub_dims(dims, m, s);
-		float	   *C = pq->centroids + (size_t) PQ_K * off;
-		uint64_t	rng = seed ^ ((uint64_t) (s + 1) * UINT64_C(0xD1B54A32D192ED03));
-
 		if (check_interrupts)
 			check_interrupts();
-		if (w == 0)
-			continue;
-
-		if (n < PQ_K)
-		{
-			for (c = 0; c < PQ_K; c++)
-				memcpy(C + (size_t) c * w, sample + (size_t) (c % n) * dims + off,
-					   w * sizeof(float));
-			continue;
-		}
-
-		/* gather the subspace slice of every sample row contiguously */
-		for (i = 0; i < n; i++)
-			memcpy(X + (size_t) i * w, sample + (size_t) i * dims + off,
-				   w * sizeof(float));
-
-		pq_train_subspace(C, X, n, w, PQ_K, &rng, iterations, assign, dist, sums,
-						  counts, chosen, check_interrupts);
+		gateann_pq_train_subspace(pq, sample, n, seed, iterations, s, scratch,
+								  check_interrupts);
 	}
 }
 

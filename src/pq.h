@@ -145,6 +145,37 @@ extern void gateann_pq_train(GateannPQ *pq, float *sample, int n,
 							 void (*check_interrupts) (void));
 
 /*
+ * gateann_pq_train in its parts, for a caller that spreads them over
+ * processes (pq_parallel.c) and must get the same codebook: the coarse
+ * k-means's seed (gateann_kmeans_start), each sample row from..to-1 made
+ * its residual once the coarse centroids are final, and the k-means of
+ * subspace s over the n residual rows (its own seed, derived from seed and
+ * s; scratch: gateann_pq_subspace_scratch_bytes).
+ */
+extern uint64_t gateann_pq_coarse_seed(uint64_t seed);
+extern void gateann_pq_residuals(const GateannPQ *pq, float *sample, int from, int to);
+extern size_t gateann_pq_subspace_scratch_bytes(int n, int dims, int m);
+extern void gateann_pq_train_subspace(GateannPQ *pq, const float *residuals, int n,
+									  uint64_t seed, int iterations, int s, void *scratch,
+									  void (*check_interrupts) (void));
+
+/*
+ * Lloyd k-means in steps (what gateann_kmeans and gateann_pq_train run):
+ * start seeds C with k distinct rows of X (n >= k) drawn with *rng and
+ * marks every row unassigned; assign gives rows from..to-1 their nearest
+ * centroid and its squared distance and returns how many changed (none:
+ * converged); update moves every centroid to the mean of its rows (sums:
+ * k * w doubles, counts: k ints) and re-seeds empty ones from the farthest
+ * rows (dist is changed).  Rows assigned in any split give the same result.
+ */
+extern void gateann_kmeans_start(float *C, int k, const float *X, int n, int w,
+								 uint64_t *rng, int *assign, int *chosen);
+extern int	gateann_kmeans_assign(const float *C, int k, const float *X, int w,
+								  int from, int to, int *assign, float *dist);
+extern void gateann_kmeans_update(float *C, int k, const float *X, int n, int w,
+								  const int *assign, float *dist, double *sums, int *counts);
+
+/*
  * The same k-means over whole rows: C (caller-allocated, k * w floats)
  * receives k centroids of the n >= k rows of w floats in X (PQ's 256 use the
  * dispatched 256-centroid kernel).  Used to split large groups of full

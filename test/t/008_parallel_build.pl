@@ -17,6 +17,7 @@ use Test::More;
 use GateannTest;
 
 my $node = gateann_node('main');
+my ($offset, $log);
 
 $node->safe_psql('postgres', q{
 SELECT setseed(0.25);
@@ -87,6 +88,37 @@ is(build_workers('t', 'SET max_parallel_maintenance_workers = 1;', 'capped'),
 is(build_workers('t', 'SET max_parallel_maintenance_workers = 0;', 'disabled'),
 	'serial', 'max_parallel_maintenance_workers = 0 builds serially');
 
+# The PQ codebook is trained by the same workers (pq_parallel.c), with the
+# codebook a serial build trains: the pages after the metapage that hold it
+# (2 * dims * 256 floats: 16 kB in 8 dims, three pages) are equal byte for
+# byte past their headers, read from the files after a checkpoint.
+sub codebook_md5
+{
+	my ($index) = @_;
+	return $node->safe_psql('postgres', qq{
+CHECKPOINT;
+SELECT string_agg(md5(pg_read_binary_file(pg_relation_filepath('$index'),
+                                          b * current_setting('block_size')::int + 24,
+                                          current_setting('block_size')::int - 24)), ','
+                  ORDER BY b)
+  FROM generate_series(1, 3) b});
+}
+$offset = -s $node->logfile;
+$node->safe_psql('postgres', q{
+SET max_parallel_maintenance_workers = 0;
+CREATE INDEX serial_idx ON t USING gateann (embedding) WITH (max_neighbors = 16);
+SET log_min_messages = debug1;
+SET min_parallel_table_scan_size = '64kB';
+SET max_parallel_maintenance_workers = 2;
+CREATE INDEX parallel_idx ON t USING gateann (embedding) WITH (max_neighbors = 16);
+});
+$log = slurp_file($node->logfile, $offset);
+like($log, qr/training the PQ codebook on 12000 rows with \d+ of 2 parallel workers launched/,
+	'the parallel build trains its codebook with its workers');
+my $serial_book = codebook_md5('serial_idx');
+is(codebook_md5('parallel_idx'), $serial_book, 'trained in parallel: the serial codebook');
+$node->safe_psql('postgres', 'DROP INDEX serial_idx; DROP INDEX parallel_idx');
+
 # A temporary table never gets workers.
 is( build_workers(
 		'tt',
@@ -110,14 +142,14 @@ INSERT INTO copies SELECT k + 300 * c, embedding
   FROM distinct_vectors, generate_series(0, 39) c;
 ANALYZE copies;
 });
-my $offset = -s $node->logfile;
+$offset = -s $node->logfile;
 $node->safe_psql('postgres', q{
 SET log_min_messages = debug1;
 SET max_parallel_maintenance_workers = 1;
 CREATE INDEX copies_idx ON copies USING gateann (embedding)
   WITH (max_neighbors = 8, build_search_list_size = 32);
 });
-my $log = slurp_file($node->logfile, $offset);
+$log = slurp_file($node->logfile, $offset);
 like($log, qr/building the graph, pass 1 \(nodes \d+ to \d+\), with 1 of 1 parallel workers launched/,
 	'copies: built by the leader and one worker');
 my @redone = ($log =~ /this process has redone (\d+) prunes of lists another changed meanwhile/g);

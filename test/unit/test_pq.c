@@ -151,6 +151,95 @@ test_determinism(void)
 	free(x);
 }
 
+/*
+ * The parallel build's schedule (pq_parallel.c), played in one process: the
+ * coarse iterations' rows assigned in chunks out of order, the residuals in
+ * chunks, the subspaces last to first.  It must give gateann_pq_train's
+ * bytes, on spread rows and on duplicated ones (empty clusters re-seeded).
+ */
+static void
+train_in_parts(GateannPQ *pq, int dims, int m, const float *sample, int n,
+			   uint64_t seed, int iters, int chunk)
+{
+	float	   *x = malloc(sizeof(float) * (size_t) dims * n);
+	int		   *assign = malloc(sizeof(int) * n);
+	float	   *dist = malloc(sizeof(float) * n);
+	double	   *sums = malloc(sizeof(double) * K * dims);
+	int		   *counts = malloc(sizeof(int) * K);
+	void	   *scratch = malloc(gateann_pq_subspace_scratch_bytes(n, dims, m));
+	float	   *book = malloc(gateann_pq_codebook_bytes(dims));
+	uint64_t	rng = gateann_pq_coarse_seed(seed);
+	int			nchunks = (n + chunk - 1) / chunk;
+	int			it;
+	int			c;
+	int			s;
+
+	memcpy(x, sample, sizeof(float) * (size_t) dims * n);
+	memset(book, 0, gateann_pq_codebook_bytes(dims));
+	gateann_pq_attach(pq, dims, m, book);
+	gateann_kmeans_start(pq->coarse, K, x, n, dims, &rng, assign, counts);
+	for (it = 0; it < iters; it++)
+	{
+		int			changed = 0;
+
+		/* chunks visited with a stride prime to their count */
+		for (c = 0; c < nchunks; c++)
+		{
+			int			from = ((c * 7 + 3) % nchunks) * chunk;
+			int			to = from + chunk < n ? from + chunk : n;
+
+			changed += gateann_kmeans_assign(pq->coarse, K, x, dims, from, to, assign, dist);
+		}
+		if (changed == 0)
+			break;
+		gateann_kmeans_update(pq->coarse, K, x, n, dims, assign, dist, sums, counts);
+	}
+	for (c = nchunks - 1; c >= 0; c--)
+		gateann_pq_residuals(pq, x, c * chunk, (c + 1) * chunk < n ? (c + 1) * chunk : n);
+	for (s = m - 1; s >= 0; s--)
+		gateann_pq_train_subspace(pq, x, n, seed, iters, s, scratch, NULL);
+	free(x);
+	free(assign);
+	free(dist);
+	free(sums);
+	free(counts);
+	free(scratch);
+}
+
+static void
+test_train_in_parts(void)
+{
+	int			dims = 24,
+				m = 5,
+				n = 2600;
+	TestRng		r = {7};
+	float	   *x = malloc(sizeof(float) * dims * n);
+	int			round;
+
+	trng_fill(&r, x, (size_t) dims * n, 1.0f);
+	for (round = 0; round < 2; round++)
+	{
+		GateannPQ	whole,
+					parts;
+
+		if (round == 1)			/* 300 distinct rows, each about 9 times */
+		{
+			int			i;
+
+			for (i = 300; i < n; i++)
+				memcpy(x + (size_t) i * dims, x + (size_t) (i % 300) * dims,
+					   sizeof(float) * dims);
+		}
+		train(&whole, dims, m, x, n, 42, 12);
+		train_in_parts(&parts, dims, m, x, n, 42, 12, 1000);
+		CHECK(memcmp(whole.centroids, parts.centroids, gateann_pq_codebook_bytes(dims)) == 0,
+			  "round %d: trained in parts, the codebook differs", round);
+		free(whole.centroids);
+		free(parts.centroids);
+	}
+	free(x);
+}
+
 /* n < 256: coarse centroid c is row c % n, so every row codes exactly */
 static void
 test_small_n(void)
@@ -581,6 +670,9 @@ run_case_fmt(const char *what, int which)
 		case 13:
 			RUN_CASE(name, test_far_query());
 			break;
+		case 14:
+			RUN_CASE(name, test_train_in_parts());
+			break;
 	}
 }
 
@@ -602,4 +694,5 @@ run_pq_tests(void)
 	run_case_fmt("encode nearest + tables, dims 2000 m 10 (w = 200)", 11);
 	run_case_fmt("quantization error on clustered data", 12);
 	run_case_fmt("a query far outside the trained data: tables still order codes", 13);
+	run_case_fmt("train in parts, as the parallel build does: the same codebook", 14);
 }
