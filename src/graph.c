@@ -1303,8 +1303,12 @@ gateann_graph_complete(GateannGraph *g, GateannGraphScratch *s, int L, float alp
  * of the nearest neighbors at the session's list keeps its one pass (100K
  * rows: clusters, current, duplicates, anisotropic 0.999-1.000); any other
  * is emptied and built in the two passes (isotropic Gaussian, 128
- * dimensions: 0.943 over the first quarter).  A graph too small to probe
- * gets the two passes.
+ * dimensions: 0.943 over the first quarter), the first of them with half
+ * the list too: it only lays out what the second, with the whole list,
+ * searches (isotropic 128-d, 100K: recall@10 at L = 20 / 40 / 100 0.929 /
+ * 0.928 / 0.931 against 0.924 / 0.925 / 0.929 with the whole list, in 40.8 s
+ * instead of 46.7; a quarter of the list lost 0.01).  A graph too small to
+ * probe gets the two passes with the whole list (it is cheap).
  */
 #define GRAPH_ONE_PASS_RECALL	0.98
 #define GRAPH_HEAD_SHARE		4	/* the probe after 1/4 of the first pass */
@@ -1328,6 +1332,8 @@ set_step(GateannGraphStep *step, int stage, int pass, float alpha, int L, uint32
 	step->L = L;
 	step->from = from;
 	step->to = to;
+	elog(DEBUG1, "gateann build: pass %d, nodes %u to %u in visiting order, alpha %.2f, list %d",
+		 pass, from, to, alpha, L);
 	return true;
 }
 
@@ -1388,7 +1394,7 @@ gateann_graph_next_step(GateannGraph *g, GateannGraphStep *step, int L, float al
 	}
 	/* one pass is not enough: empty the lists, two passes */
 	memset(g->degree, 0, sizeof(uint16) * g->n);
-	return set_step(step, STAGE_TWO_FIRST, 2, 1.0f, L, 0, g->n);
+	return set_step(step, STAGE_TWO_FIRST, 2, 1.0f, one_pass_list, 0, g->n);
 }
 
 void

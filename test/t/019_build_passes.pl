@@ -3,7 +3,8 @@
 # The build's passes (graph.c, gateann_graph_next_step): one pass at alpha
 # with half the build list where probes after its first quarter and at its
 # end find enough of the nearest neighbors, else the lists are emptied and
-# the graph built in two passes.  Clustered rows take the one pass and
+# the graph built in two passes (alpha 1 with half the list, then alpha with
+# the whole list).  Clustered rows take the one pass and
 # isotropic 64-dimensional rows at a degree of 16 the two, serially and with
 # a parallel worker (whose workers are relaunched for each stretch); each
 # index passes gateann_verify and finds what an exact search finds, as far
@@ -93,6 +94,11 @@ for my $workers (0, 1)
 	like($log, qr/building the graph, pass 3 \(nodes 0 to 10000\), with 1 of 1 parallel/,
 		'the parallel build runs the two passes after the quarter')
 	  if $workers;
+	# the first of the two with half the list, the second with the whole
+	like($log, qr/gateann build: pass 2, nodes 0 to 10000 in visiting order, alpha 1.00, list 16\b/,
+		"isotropic rows, $workers workers: the first of two passes, alpha 1, half the list");
+	like($log, qr/gateann build: pass 3, nodes 0 to 10000 in visiting order, alpha 1.20, list 32\b/,
+		"isotropic rows, $workers workers: the second, alpha 1.2, the whole list");
 	# (a degree of 16 is too few for these rows: the build's NOTICE says so)
 	cmp_ok($recall, '>=', 0.85, "isotropic rows, $workers workers: recall $recall");
 	is($problems, '0', "isotropic rows, $workers workers: gateann_verify");
