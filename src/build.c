@@ -710,20 +710,25 @@ move_node_rows(BuildState *bs, uint8 *codes, Size code_bytes, const uint32 *orde
  */
 static void
 renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entries,
-			   int nentries)
+			   int nentries, GateannVectorWork *work)
 {
 	Size		cb = gateann_pq_code_bytes(pq->m);
 	uint32	   *order = palloc_extended(sizeof(uint32) * (Size) bs->n, MCXT_ALLOC_HUGE);
-	void	   *scratch;
 	uint8	   *done;
 	uint32		i;
 	int			e;
 
-	scratch = palloc_extended(gateann_locality_order_scratch_bytes(bs->n, bs->dims),
-							  MCXT_ALLOC_HUGE);
-	gateann_locality_order(bs->vectors, bs->n, bs->dims, pq->coarse, codes + pq->m, cb,
-						   GATEANN_PQ_SEED, order, scratch, train_interrupts);
-	pfree(scratch);
+	if (work != NULL)
+		gateann_vector_work_order(work, codes, GATEANN_PQ_SEED, order);
+	else
+	{
+		void	   *scratch = palloc_extended(gateann_locality_order_scratch_bytes(bs->n, bs->dims),
+											  MCXT_ALLOC_HUGE);
+
+		gateann_locality_order(bs->vectors, bs->n, bs->dims, pq->coarse, codes + pq->m, cb,
+							   GATEANN_PQ_SEED, order, scratch, train_interrupts);
+		pfree(scratch);
+	}
 
 	Assert(bs->arena_id == NULL);	/* the arena is in heap order */
 	move_node_rows(bs, codes, cb, order, NULL);
@@ -1104,18 +1109,42 @@ train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
 }
 
 /*
- * Encode every vector; the member of each coarse group nearest its
- * centroid becomes an entry point (entries[0 .. *nentries)).  Returns the
- * codes, code_bytes each.
+ * Encoding and ordering with the planner's parallel workers when it chose
+ * some, the build is in memory and big enough to start them, and the shared
+ * copy of the vectors fits in maintenance_work_mem beside the private ones
+ * (and the coarse distances encoding keeps).  NULL: work serially.
+ */
+static GateannVectorWork *
+begin_vector_work(BuildState *bs, const GateannPQ *pq, int nworkers)
+{
+	Size		need;
+
+	if (!bs->parallel || bs->spill != NULL || bs->n < GATEANN_PARALLEL_MIN_NODES)
+		return NULL;
+	need = memory_need(bs, bs->n, 1.0) + (Size) bs->n * sizeof(float) +
+		gateann_vector_work_bytes(bs->n, bs->dims, pq->m);
+	if (need > bs->memory_limit)
+	{
+		elog(DEBUG1, "gateann: encoding and ordering serially: in parallel they need %zu kB, maintenance_work_mem is %zu kB",
+			 need / 1024, bs->memory_limit / 1024);
+		return NULL;
+	}
+	return gateann_vector_work_begin(pq, bs->vectors, bs->n, nworkers);
+}
+
+/*
+ * Encode every vector (with work's workers when not NULL); the member of
+ * each coarse group nearest its centroid becomes an entry point
+ * (entries[0 .. *nentries)).  Returns the codes, code_bytes each.
  */
 static uint8 *
 encode_vectors(BuildState *bs, const GateannPQ *pq, GateannMetaPageData *meta,
-			   uint32 *entries, int *nentries)
+			   uint32 *entries, int *nentries, GateannVectorWork *work)
 {
 	int			m = meta->pq_subspaces;
 	Size		cb = gateann_pq_code_bytes(m);
 	uint8	   *codes;
-	float	   *work = palloc(sizeof(float) * bs->dims);
+	float	   *coarse_dist;
 	float		best[GATEANN_PQ_CENTROIDS];
 	uint32		medoid[GATEANN_PQ_CENTROIDS];
 	uint32		i;
@@ -1123,28 +1152,39 @@ encode_vectors(BuildState *bs, const GateannPQ *pq, GateannMetaPageData *meta,
 
 	report_phase(GATEANN_PHASE_ENCODE, bs->n);
 	codes = palloc_extended((Size) bs->n * cb, MCXT_ALLOC_HUGE);
+	/* (in the place memory_need counts for the training sample, freed now) */
+	coarse_dist = palloc_extended((Size) bs->n * sizeof(float), MCXT_ALLOC_HUGE);
+	if (work != NULL)
+		gateann_vector_work_encode(work, codes, coarse_dist);
+	else
+	{
+		float	   *work = palloc(sizeof(float) * bs->dims);
+
+		for (i = 0; i < bs->n; i++)
+		{
+			(void) gateann_pq_encode(pq, bs->vectors + (Size) i * bs->dims,
+									 codes + (Size) i * cb, work, &coarse_dist[i]);
+			if ((i & 4095) == 0)
+			{
+				CHECK_FOR_INTERRUPTS();
+				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
+			}
+		}
+		pfree(work);
+	}
+
 	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
 		medoid[g] = InvalidNodeId;
 	for (i = 0; i < bs->n; i++)
 	{
-		uint8	   *code = codes + (Size) i * cb;
-		float		d;
-
-		(void) gateann_pq_encode(pq, bs->vectors + (Size) i * bs->dims, code, work, &d);
-
-		g = gateann_pq_code_group(code, m);
-		if (medoid[g] == InvalidNodeId || d < best[g])
+		g = gateann_pq_code_group(codes + (Size) i * cb, m);
+		if (medoid[g] == InvalidNodeId || coarse_dist[i] < best[g])
 		{
 			medoid[g] = i;
-			best[g] = d;
-		}
-		if ((i & 4095) == 0)
-		{
-			CHECK_FOR_INTERRUPTS();
-			pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
+			best[g] = coarse_dist[i];
 		}
 	}
-	pfree(work);
+	pfree(coarse_dist);
 	meta->pq_spacing = gateann_pq_coarse_spacing(pq);
 	*nentries = 0;
 	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
@@ -1278,14 +1318,19 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 	}
 	else if (bs.n > 0)
 	{
+		GateannVectorWork *work;
+
 		train_codebook(&bs, index, opts, &meta, &pq, nworkers);
-		codes = encode_vectors(&bs, &pq, &meta, entries, &nentries);
+		work = begin_vector_work(&bs, &pq, nworkers);
+		codes = encode_vectors(&bs, &pq, &meta, entries, &nentries, work);
 
 		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES)
 		{
 			report_phase(GATEANN_PHASE_ORDER, bs.n);
-			renumber_nodes(&bs, &pq, codes, entries, nentries);
+			renumber_nodes(&bs, &pq, codes, entries, nentries, work);
 		}
+		if (work != NULL)
+			gateann_vector_work_end(work);
 
 		/* 3. graph */
 		build_graph_in_memory(&bs, index, opts, &meta, &graph, entries, nentries, nworkers);

@@ -29,6 +29,8 @@
 #include <string.h>
 
 #define ORDER_CLUSTERS GATEANN_PQ_CENTROIDS
+_Static_assert(GATEANN_ORDER_GROUPS == ORDER_CLUSTERS,
+			   "order.h's groups are the PQ's coarse centroids");
 #define ORDER_ALIGN 64
 
 /* a first-level group this large is split again (second level) */
@@ -37,48 +39,17 @@
 #define ORDER_SPLIT_SAMPLE	(32 * ORDER_CLUSTERS)
 #define ORDER_SPLIT_ITERATIONS	6
 
-/* offsets into the scratch area */
-typedef struct OrderScratch
-{
-	size_t		centroids;		/* 256 * dims floats: a group's own centroids */
-	size_t		rows;			/* ORDER_SPLIT_SAMPLE * dims floats: a group's sample */
-	size_t		label;			/* n bytes: group of each id */
-	size_t		tmp;			/* n uint32 */
-	size_t		kmeans;			/* gateann_kmeans scratch */
-	size_t		total;
-} OrderScratch;
-
 static size_t
 align_up(size_t x)
 {
 	return (x + ORDER_ALIGN - 1) & ~((size_t) ORDER_ALIGN - 1);
 }
 
-static void
-order_scratch_layout(uint32_t n, int dims, OrderScratch *l)
-{
-	size_t		off = 0;
-
-	l->centroids = off;
-	off = align_up(off + (size_t) ORDER_CLUSTERS * dims * sizeof(float));
-	l->rows = off;
-	off = align_up(off + (size_t) ORDER_SPLIT_SAMPLE * dims * sizeof(float));
-	l->label = off;
-	off = align_up(off + n);
-	l->tmp = off;
-	off = align_up(off + (size_t) n * sizeof(uint32_t));
-	l->kmeans = off;
-	off += gateann_kmeans_scratch_bytes(GATEANN_PQ_CENTROIDS, ORDER_SPLIT_SAMPLE, dims);
-	l->total = off;
-}
-
 size_t
 gateann_locality_order_scratch_bytes(uint32_t n, int dims)
 {
-	OrderScratch l;
-
-	order_scratch_layout(n, dims, &l);
-	return ORDER_ALIGN + l.total;
+	/* the first level's labels and scratch are a split's, then its own */
+	return gateann_locality_split_scratch_bytes(n, dims);
 }
 
 /*
@@ -168,6 +139,102 @@ group_by_label(const float *centroids, int dims, uint32_t *ids, uint32_t n,
 	memcpy(ids, tmp, sizeof(uint32_t) * n);
 }
 
+/* Scratch of one group's split: its own centroids, sample, labels, k-means */
+typedef struct SplitScratch
+{
+	size_t		centroids;		/* 256 * dims floats */
+	size_t		rows;			/* ORDER_SPLIT_SAMPLE * dims floats */
+	size_t		label;			/* max_size bytes */
+	size_t		tmp;			/* max_size uint32 */
+	size_t		kmeans;			/* gateann_kmeans scratch */
+	size_t		total;
+} SplitScratch;
+
+static void
+split_scratch_layout(uint32_t max_size, int dims, SplitScratch *l)
+{
+	size_t		off = 0;
+
+	l->centroids = off;
+	off = align_up(off + (size_t) ORDER_CLUSTERS * dims * sizeof(float));
+	l->rows = off;
+	off = align_up(off + (size_t) ORDER_SPLIT_SAMPLE * dims * sizeof(float));
+	l->label = off;
+	off = align_up(off + max_size);
+	l->tmp = off;
+	off = align_up(off + (size_t) max_size * sizeof(uint32_t));
+	l->kmeans = off;
+	off += gateann_kmeans_scratch_bytes(GATEANN_PQ_CENTROIDS, ORDER_SPLIT_SAMPLE, dims);
+	l->total = off;
+}
+
+size_t
+gateann_locality_split_scratch_bytes(uint32_t max_size, int dims)
+{
+	SplitScratch l;
+
+	split_scratch_layout(max_size, dims, &l);
+	return ORDER_ALIGN + l.total;
+}
+
+void
+gateann_locality_first_level(const float *coarse, int dims, const uint8_t *group,
+							 size_t group_stride, uint32_t n, uint32_t *order,
+							 uint8_t *label, uint32_t *tmp, uint32_t top[ORDER_CLUSTERS + 1])
+{
+	uint32_t	i;
+
+	for (i = 0; i < n; i++)
+	{
+		order[i] = i;
+		label[i] = group[(size_t) i * group_stride];
+	}
+	group_by_label(coarse, dims, order, n, label, tmp, top);
+}
+
+/*
+ * Second level: a large group (about 4,000 nodes per group at a million)
+ * is still many pages of every store; split it into up to 256 again, on a
+ * sample of its own rows spread over it.
+ */
+void
+gateann_locality_split_group(const float *vectors, int dims, uint32_t *ids, uint32_t size,
+							 uint64_t seed, int g, void *scratch,
+							 void (*check_interrupts) (void))
+{
+	char	   *base = (char *) align_up((size_t) (uintptr_t) scratch);
+	SplitScratch l;
+	float	   *centroids;
+	float	   *rows;
+	uint8_t    *label;
+	uint32_t	sub[ORDER_CLUSTERS + 1];
+	int			ns = size < ORDER_SPLIT_SAMPLE ? (int) size : ORDER_SPLIT_SAMPLE;
+	uint32_t	i;
+	int			j;
+
+	if (size < ORDER_SPLIT_MIN)
+		return;
+	split_scratch_layout(size, dims, &l);
+	centroids = (float *) (base + l.centroids);
+	rows = (float *) (base + l.rows);
+	label = (uint8_t *) (base + l.label);
+	for (j = 0; j < ns; j++)
+		memcpy(rows + (size_t) j * dims,
+			   vectors + (size_t) ids[(uint64_t) j * size / ns] * dims,
+			   sizeof(float) * dims);
+	gateann_kmeans(centroids, GATEANN_PQ_CENTROIDS, rows, ns, dims,
+				   seed ^ ((uint64_t) (g + 1) * UINT64_C(0x9E3779B97F4A7C15)),
+				   ORDER_SPLIT_ITERATIONS, base + l.kmeans, check_interrupts);
+	for (i = 0; i < size; i++)
+	{
+		label[i] = (uint8_t) gateann_pq_nearest(centroids, vectors + (size_t) ids[i] * dims,
+												dims, NULL);
+		if (check_interrupts && (i & 4095) == 4095)
+			check_interrupts();
+	}
+	group_by_label(centroids, dims, ids, size, label, (uint32_t *) (base + l.tmp), sub);
+}
+
 void
 gateann_locality_order(const float *vectors, uint32_t n, int dims,
 					   const float *coarse, const uint8_t *group, size_t group_stride,
@@ -175,62 +242,16 @@ gateann_locality_order(const float *vectors, uint32_t n, int dims,
 					   void (*check_interrupts) (void))
 {
 	char	   *base = (char *) align_up((size_t) (uintptr_t) scratch);
-	OrderScratch l;
-	float	   *centroids;
-	float	   *rows;
-	uint8_t    *label;
-	uint32_t   *tmp;
-	void	   *kscratch;
+	SplitScratch l;
 	uint32_t	top[ORDER_CLUSTERS + 1];
-	uint32_t	sub[ORDER_CLUSTERS + 1];
-	uint32_t	i;
 	int			g;
 
-	order_scratch_layout(n, dims, &l);
-	centroids = (float *) (base + l.centroids);
-	rows = (float *) (base + l.rows);
-	label = (uint8_t *) (base + l.label);
-	tmp = (uint32_t *) (base + l.tmp);
-	kscratch = base + l.kmeans;
-	for (i = 0; i < n; i++)
-	{
-		order[i] = i;
-		label[i] = group[(size_t) i * group_stride];
-	}
-
-	/* first level: the coarse groups */
-	group_by_label(coarse, dims, order, n, label, tmp, top);
-
-	/*
-	 * Second level: a large group (about 4,000 nodes per group at a million)
-	 * is still many pages of every store; split it into up to 256 again, on
-	 * a sample of its own rows spread over it.
-	 */
+	split_scratch_layout(n, dims, &l);
+	gateann_locality_first_level(coarse, dims, group, group_stride, n, order,
+								 (uint8_t *) (base + l.label), (uint32_t *) (base + l.tmp), top);
 	for (g = 0; g < ORDER_CLUSTERS; g++)
-	{
-		uint32_t	size = top[g + 1] - top[g];
-		uint32_t   *ids = order + top[g];
-		int			ns = size < ORDER_SPLIT_SAMPLE ? (int) size : ORDER_SPLIT_SAMPLE;
-		int			j;
-
-		if (size < ORDER_SPLIT_MIN)
-			continue;
-		for (j = 0; j < ns; j++)
-			memcpy(rows + (size_t) j * dims,
-				   vectors + (size_t) ids[(uint64_t) j * size / ns] * dims,
-				   sizeof(float) * dims);
-		gateann_kmeans(centroids, GATEANN_PQ_CENTROIDS, rows, ns, dims,
-					   seed ^ ((uint64_t) (g + 1) * UINT64_C(0x9E3779B97F4A7C15)),
-					   ORDER_SPLIT_ITERATIONS, kscratch, check_interrupts);
-		for (i = 0; i < size; i++)
-		{
-			label[i] = (uint8_t) gateann_pq_nearest(centroids, vectors + (size_t) ids[i] * dims,
-													dims, NULL);
-			if (check_interrupts && (i & 4095) == 4095)
-				check_interrupts();
-		}
-		group_by_label(centroids, dims, ids, size, label, tmp, sub);
-	}
+		gateann_locality_split_group(vectors, dims, order + top[g], top[g + 1] - top[g],
+									 seed, g, scratch, check_interrupts);
 }
 
 void

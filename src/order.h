@@ -16,6 +16,9 @@
  */
 #define GATEANN_ORDER_MIN_NODES		1024
 
+/* First-level groups: the PQ's coarse centroids (GATEANN_PQ_CENTROIDS) */
+#define GATEANN_ORDER_GROUPS		256
+
 /* Scratch bytes of gateann_locality_order for n nodes. */
 extern size_t gateann_locality_order_scratch_bytes(uint32_t n, int dims);
 
@@ -33,6 +36,24 @@ extern void gateann_locality_order(const float *vectors, uint32_t n, int dims,
 								   size_t group_stride, uint64_t seed,
 								   uint32_t *order, void *scratch,
 								   void (*check_interrupts) (void));
+
+/*
+ * gateann_locality_order in its parts, for a caller that splits the groups
+ * in several processes (the result is the same): the first level numbers
+ * order[0..n) by group (label, tmp: n bytes and n uint32 of scratch) and
+ * fills top[g] .. top[g + 1] with group g's place in it; then each group
+ * g's ids, order + top[g] .. order + top[g + 1], are split by
+ * gateann_locality_split_group (scratch: gateann_locality_split_scratch_bytes
+ * for the largest group; a group under 512 is left as it is).
+ */
+extern void gateann_locality_first_level(const float *coarse, int dims, const uint8_t *group,
+										 size_t group_stride, uint32_t n, uint32_t *order,
+										 uint8_t *label, uint32_t *tmp,
+										 uint32_t top[GATEANN_ORDER_GROUPS + 1]);
+extern size_t gateann_locality_split_scratch_bytes(uint32_t max_size, int dims);
+extern void gateann_locality_split_group(const float *vectors, int dims, uint32_t *ids,
+										 uint32_t size, uint64_t seed, int g, void *scratch,
+										 void (*check_interrupts) (void));
 
 /*
  * Of k centroids of dims floats, the one nearest centroid `from` that

@@ -1,6 +1,7 @@
 /*
  * parallel.h — the build's work with parallel workers: the PQ codebook's
- * training (pq_parallel.c) and the Vamana graph (parallel.c).
+ * training (pq_parallel.c), encoding and ordering (parallel_vectors.c), the
+ * Vamana graph (parallel.c).
  */
 #ifndef GATEANN_PARALLEL_H
 #define GATEANN_PARALLEL_H
@@ -51,5 +52,24 @@ extern Size gateann_parallel_pq_bytes(int n, int dims);
  */
 extern bool gateann_pq_train_parallel(GateannPQ *pq, const float *sample, int n,
 									  uint64 seed, int iterations, int nworkers);
+
+/*
+ * The build's work on every vector with up to nworkers workers plus the
+ * leader (parallel_vectors.c), on a shared copy of the n vectors and of
+ * pq's codebook: begin (NULL: no dynamic shared memory, work serially),
+ * then encode (codes: gateann_pq_code_bytes(pq->m) each; coarse_dist: each
+ * vector's squared distance to its coarse centroid, as gateann_pq_encode
+ * gives), then, given those codes, the locality order (order.h: the
+ * order gateann_locality_order gives), then end.
+ */
+typedef struct GateannVectorWork GateannVectorWork;
+
+extern Size gateann_vector_work_bytes(uint32 n, int dims, int m);
+extern GateannVectorWork *gateann_vector_work_begin(const GateannPQ *pq, const float *vectors,
+													uint32 n, int nworkers);
+extern void gateann_vector_work_encode(GateannVectorWork *w, uint8 *codes, float *coarse_dist);
+extern void gateann_vector_work_order(GateannVectorWork *w, const uint8 *codes, uint64 seed,
+									  uint32 *order);
+extern void gateann_vector_work_end(GateannVectorWork *w);
 
 #endif							/* GATEANN_PARALLEL_H */

@@ -10,7 +10,8 @@
  * count, ascending order: gateann_filter_dictionary_problem); every record
  * (its node id; its check; neighbor count, neighbor ids in range, not
  * itself, not a freed slot, not a tail record; its heap TID within the
- * table; its vector indexable, or none for a tail record, which has no
+ * table; its vector indexable and coded by its PQ code, or none for a tail
+ * record, which has no
  * neighbors and is no entry point; its copies of the filter columns well
  * formed); freed slots
  * (no neighbors, at or past the free cursor, not the entry point); the
@@ -67,6 +68,9 @@ typedef struct VerifyState
 	GateannFilterCoder *coder;
 	uint8	   *codes[GATEANN_MAX_FILTER_COLS];
 	float	   *vecbuf;			/* a record's vector decoded */
+	GateannPQ	pq;				/* the codebook, when codes are checked */
+	bool		check_codes;
+	float	   *residual;		/* dims floats */
 } VerifyState;
 
 static void
@@ -106,7 +110,10 @@ check_region(VerifyState *vs, Relation index, BlockNumber start, BlockNumber npa
 	}
 }
 
-/* The codebook's values (residual centroids, coarse centroids) are finite */
+/*
+ * The codebook's values (residual centroids, coarse centroids) are finite;
+ * when codes are checked, the codebook is kept in vs->pq.
+ */
 static void
 check_codebook(VerifyState *vs, Relation index, const GateannMetaPageData *meta)
 {
@@ -123,6 +130,8 @@ check_codebook(VerifyState *vs, Relation index, const GateannMetaPageData *meta)
 
 		LockBuffer(buf, BUFFER_LOCK_SHARE);
 		f = (const float *) PageGetContents(BufferGetPage(buf));
+		if (vs->check_codes)
+			memcpy((char *) vs->pq.centroids + done, f, chunk);
 		for (i = 0; i < chunk / sizeof(float); i++)
 			if (!isfinite(f[i]))
 			{
@@ -290,6 +299,64 @@ check_tail_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id, c
 		problem(vs, "node %u: the entry point is a tail record", id);
 }
 
+/*
+ * Is centroid `named` of the k (of w floats) one of the nearest to x?  Ties
+ * and float rounding (the kernels sum in another order) are allowed for.
+ */
+static bool
+named_is_nearest(const float *centroids, int k, int w, const float *x, int named,
+				 float *named_dist, float *nearest_dist)
+{
+	*named_dist = gateann_l2sq(centroids + (Size) named * w, x, w);
+	(void) gateann_pq_nearest(centroids, x, w, nearest_dist);
+	Assert(k == GATEANN_PQ_CENTROIDS);
+	return *named_dist <= *nearest_dist * (1.0f + 1e-4f) + 1e-20f;
+}
+
+/*
+ * A node's PQ code codes its vector: the coarse centroid it names is the
+ * nearest, and so is each subspace's centroid to the residual.  (Not for
+ * half-precision records of a column of singles: the code was made from the
+ * vector before it was rounded.)
+ */
+static void
+check_code(VerifyState *vs, const GateannMetaPageData *meta, uint32 id, const char *rec,
+		   const float *v)
+{
+	const uint8 *code = (const uint8 *) GateannRecordPQCode(meta, rec);
+	const GateannPQ *pq = &vs->pq;
+	int			a = gateann_pq_code_group(code, pq->m);
+	const float *ca = pq->coarse + (Size) a * pq->dims;
+	float		named;
+	float		nearest;
+	int			s;
+	int			j;
+
+	if (!named_is_nearest(pq->coarse, GATEANN_PQ_CENTROIDS, pq->dims, v, a, &named, &nearest))
+	{
+		problem(vs, "node %u: its PQ code names coarse centroid %d at squared distance %g, another is at %g",
+				id, a, (double) named, (double) nearest);
+		return;
+	}
+	for (j = 0; j < pq->dims; j++)
+		vs->residual[j] = v[j] - ca[j];
+	for (s = 0; s < pq->m; s++)
+	{
+		int			off = gateann_pq_sub_offset(pq->dims, pq->m, s);
+		int			w = gateann_pq_sub_dims(pq->dims, pq->m, s);
+
+		if (w > 0 &&
+			!named_is_nearest(pq->centroids + (Size) GATEANN_PQ_CENTROIDS * off,
+							  GATEANN_PQ_CENTROIDS, w, vs->residual + off, code[s],
+							  &named, &nearest))
+		{
+			problem(vs, "node %u: its PQ code names centroid %d of subspace %d at squared distance %g, another is at %g",
+					id, code[s], s, (double) named, (double) nearest);
+			return;
+		}
+	}
+}
+
 static void
 check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 			 const char *rec, const GateannStore *store, const uint8 *free_map,
@@ -347,6 +414,8 @@ check_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id,
 		if (bad >= 0)
 			problem(vs, "node %u: vector value %g in dimension %d cannot be indexed", id,
 					(double) v[bad], bad + 1);
+		else if (vs->check_codes)
+			check_code(vs, meta, id, rec, v);
 	}
 	for (i = 0; i < meta->nfilter; i++)
 	{
@@ -488,6 +557,15 @@ gateann_verify(PG_FUNCTION_ARGS)
 
 	check_region(&vs, index, meta.codebook_start, meta.codebook_pages,
 				 GATEANN_PAGE_CODEBOOK, "codebook");
+	vs.check_codes = meta.dims > 0 && meta.codebook_pages > 0 && meta.pq_subspaces > 0 &&
+		meta.record_precision != GATEANN_PRECISION_HALF;
+	if (vs.check_codes)
+	{
+		gateann_pq_attach(&vs.pq, meta.dims, meta.pq_subspaces,
+						  palloc(gateann_pq_codebook_bytes(meta.dims)));
+		vs.residual = palloc(sizeof(float) * meta.dims);
+		gateann_distance_init();
+	}
 	if (meta.dims > 0 && meta.codebook_pages > 0)
 		check_codebook(&vs, index, &meta);
 	vs.metric = (GateannMetric) meta.metric;

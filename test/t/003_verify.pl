@@ -247,6 +247,35 @@ like(far_scan_error(), qr/XX002: gateann index "t_idx" is damaged: node 0 points
 like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
 	qr/node 0: heap TID \(3504935476,1\) beyond the table/, 'gateann_verify reports it');
 
+# A PQ code that does not code its vector (the record's check does not
+# cover the code, which retraining rewrites): node 0's first subspace byte
+# made to name another centroid.  gateann_verify reports it; the record
+# layout (page.h) puts the code after the vector and max_neighbors ids.
+$node->safe_psql('postgres', q{REINDEX INDEX t_idx; CHECKPOINT;});
+$path = $node->data_dir . '/' .
+  $node->safe_psql('postgres', q{SELECT pg_relation_filepath('t_idx')});
+my ($dims, $max_neighbors) = split /\|/,
+  $node->safe_psql('postgres', q{SELECT dims, max_neighbors FROM gateann_index_info('t_idx')});
+is($node->safe_psql('postgres', q{SELECT count(*) FROM gateann_verify('t_idx')}), '0',
+	'rebuilt: verifies clean, every code its vector\'s');
+$node->stop;
+{
+	open(my $f, '+<', $path) or die "open $path: $!";
+	binmode $f;
+	my ($blk) = first_node_page($f);
+	my $at = $blk * 8192 + 24 + 24 + 4 * $dims + 4 * $max_neighbors;
+	my $byte;
+	seek($f, $at, 0);
+	read($f, $byte, 1);
+	seek($f, $at, 0);
+	print $f pack('C', (unpack('C', $byte) + 128) % 256);
+	close $f;
+}
+$node->start;
+like($node->safe_psql('postgres', q{SELECT string_agg(p, '; ') FROM gateann_verify('t_idx') p}),
+	qr/node 0: its PQ code names centroid \d+ of subspace 0 at squared distance [0-9.e+-]+, another is at/,
+	'gateann_verify reports a code that does not code its vector');
+
 # A jsonb filter value whose container header is damaged (bytes damaged
 # without checksums; test/fuzz found it): the loader, coding the filter
 # store from the records, handed it to the jsonb iterator, which failed

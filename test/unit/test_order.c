@@ -225,6 +225,36 @@ test_two_levels(void)
 	printf("    # %.3f of consecutive nodes closer than 0.1\n", (double) near / (n - 1));
 	CHECK(near > (n - 1) / 4, "%.3f of consecutive nodes closer than 0.1",
 		  (double) near / (n - 1));
+
+	/*
+	 * In parts, as a parallel build orders (parallel_vectors.c): the first
+	 * level, then the groups split last to first in scratch sized for the
+	 * largest: the same order.
+	 */
+	{
+		uint32_t   *parts = malloc(sizeof(uint32_t) * n);
+		uint8_t    *label = malloc(n);
+		uint32_t   *tmp = malloc(sizeof(uint32_t) * n);
+		uint32_t	top[GATEANN_ORDER_GROUPS + 1];
+		uint32_t	largest = 0;
+		void	   *split;
+		int			g;
+
+		gateann_locality_first_level(pq.coarse, dims, groups, 1, n, parts, label, tmp, top);
+		for (g = 0; g < GATEANN_ORDER_GROUPS; g++)
+			largest = top[g + 1] - top[g] > largest ? top[g + 1] - top[g] : largest;
+		CHECK(largest >= 512, "no group is split (largest %u)", largest);
+		split = malloc(gateann_locality_split_scratch_bytes(largest, dims));
+		for (g = GATEANN_ORDER_GROUPS - 1; g >= 0; g--)
+			gateann_locality_split_group(x, dims, parts + top[g], top[g + 1] - top[g], 3, g,
+										 split, NULL);
+		CHECK(memcmp(order, parts, sizeof(uint32_t) * n) == 0,
+			  "ordered in parts: not the order gateann_locality_order gives");
+		free(parts);
+		free(label);
+		free(tmp);
+		free(split);
+	}
 	free(x);
 	free(order);
 	free(scratch);
