@@ -1249,6 +1249,35 @@ build_graph_in_memory(BuildState *bs, Relation index, GateannOptions *opts,
 	probe_build_recall(index, graph, opts->build_search_list_size, meta);
 }
 
+/*
+ * Steps 2-3 in memory: codebook, codes and entry points, locality order
+ * (with the planner's workers where it chose some), graph.  Returns the
+ * codes.
+ */
+static uint8 *
+build_in_memory(BuildState *bs, Relation index, GateannOptions *opts,
+				GateannMetaPageData *meta, GateannPQ *pq, GateannGraph *graph,
+				uint32 *entries, int *nentries, int nworkers)
+{
+	GateannVectorWork *work;
+	uint8	   *codes;
+
+	train_codebook(bs, index, opts, meta, pq, nworkers);
+	work = begin_vector_work(bs, pq, nworkers);
+	codes = encode_vectors(bs, pq, meta, entries, nentries, work);
+	if (bs->locality_order && bs->n >= GATEANN_ORDER_MIN_NODES)
+	{
+		report_phase(GATEANN_PHASE_ORDER, bs->n);
+		renumber_nodes(bs, pq, codes, entries, *nentries, work);
+	}
+	if (work != NULL)
+		gateann_vector_work_end(work);
+
+	/* 3. graph */
+	build_graph_in_memory(bs, index, opts, meta, graph, entries, *nentries, nworkers);
+	return codes;
+}
+
 IndexBuildResult *
 gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 {
@@ -1317,24 +1346,8 @@ gateann_build(Relation heap, Relation index, IndexInfo *indexInfo)
 		build_in_partitions(&bs, opts, &meta, &pq, &merge, nworkers);
 	}
 	else if (bs.n > 0)
-	{
-		GateannVectorWork *work;
-
-		train_codebook(&bs, index, opts, &meta, &pq, nworkers);
-		work = begin_vector_work(&bs, &pq, nworkers);
-		codes = encode_vectors(&bs, &pq, &meta, entries, &nentries, work);
-
-		if (bs.locality_order && bs.n >= GATEANN_ORDER_MIN_NODES)
-		{
-			report_phase(GATEANN_PHASE_ORDER, bs.n);
-			renumber_nodes(&bs, &pq, codes, entries, nentries, work);
-		}
-		if (work != NULL)
-			gateann_vector_work_end(work);
-
-		/* 3. graph */
-		build_graph_in_memory(&bs, index, opts, &meta, &graph, entries, nentries, nworkers);
-	}
+		codes = build_in_memory(&bs, index, opts, &meta, &pq, &graph, entries, &nentries,
+								nworkers);
 
 	/* 4. pages */
 	gateann_filter_build_dictionaries(index, &meta, bs.filters, &bs.arena, bs.n, &dict);
