@@ -136,6 +136,21 @@ EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE jsonb_path_match(meta, '$.lang.size(
   ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
 SELECT id FROM jb WHERE jsonb_path_match(meta, '$.cat == $nope', '{"v": 1}')
   ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+-- jsonb_path_match_tz: the same call, with time zones allowed where a
+-- datetime method converts a value; no path with a method is written into
+-- the index condition, so it is pushed as jsonb_path_match is, and a
+-- .datetime() stays a filter (jb_lang dropped meanwhile, as below)
+BEGIN;
+DROP INDEX jb_lang;
+EXPLAIN (COSTS OFF) SELECT id FROM jb
+  WHERE jsonb_path_match_tz(meta, '$.cat < $v && $.lang == $w', '{"v": 2, "w": "fr"}')
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+SELECT jb_ids(pred, true) = jb_ids(pred, false) AS same, jb_ids(pred, true) AS ids
+  FROM (VALUES ('jsonb_path_match_tz(meta, ''$.cat < $v && $.lang == $w'', ''{"v": 2, "w": "fr"}'')')) p(pred);
+EXPLAIN (COSTS OFF) SELECT id FROM jb
+  WHERE jsonb_path_match_tz(meta, '$.lang.datetime() < "2020-01-01".datetime()')
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
+ROLLBACK;
 -- parameters of a generic plan (a client's prepared statement): the
 -- condition is written when the scan starts, by gateann_path_match_condition,
 -- which gives the path `true` (every value) for what it cannot write in.

@@ -20,7 +20,7 @@
  *
  * A function call is never an index condition for the core; langchain's
  * PGVector writes every metadata filter as jsonb_path_match(column, path,
- * vars), which the jsonb operator class can check as "column @@ path" once
+ * vars) (jsonb_path_match_tz alike), which the jsonb operator class can check as "column @@ path" once
  * the variables are written into the path (path_match_index_clause): by
  * the planner when they are constants, else by the SQL function
  * gateann_path_match_condition when the scan starts (a generic plan).
@@ -153,7 +153,10 @@ path_match_condition_call(IndexOptInfo *index, int indexcol, Expr *path, Expr *v
  * NULL.  The clause is lossy, so the
  * executor checks the call itself on the rows the index returns: what the
  * call matches, the operator matches too (it only also turns errors into
- * no match).
+ * no match).  jsonb_path_match_tz differs from it only where a datetime
+ * method converts a value, and a path with any method is never written in
+ * (gateann_jsonpath_bind_vars; gateann_path_match_condition gives `true`),
+ * so it is taken the same way.
  */
 static IndexClause *
 path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
@@ -168,7 +171,8 @@ path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *in
 	Expr	   *op;
 	IndexClause *iclause;
 
-	if (!IsA(call, FuncExpr) || call->funcid != F_JSONB_PATH_MATCH ||
+	if (!IsA(call, FuncExpr) ||
+		(call->funcid != F_JSONB_PATH_MATCH && call->funcid != F_JSONB_PATH_MATCH_TZ) ||
 		list_length(call->args) < 3 ||
 		!match_index_to_operand(linitial(call->args), indexcol, index))
 		return NULL;
