@@ -1158,19 +1158,19 @@ encode_vectors(BuildState *bs, const GateannPQ *pq, GateannMetaPageData *meta,
 		gateann_vector_work_encode(work, codes, coarse_dist);
 	else
 	{
-		float	   *work = palloc(sizeof(float) * bs->dims);
+		float	   *residual = palloc(sizeof(float) * bs->dims);
 
 		for (i = 0; i < bs->n; i++)
 		{
 			(void) gateann_pq_encode(pq, bs->vectors + (Size) i * bs->dims,
-									 codes + (Size) i * cb, work, &coarse_dist[i]);
+									 codes + (Size) i * cb, residual, &coarse_dist[i]);
 			if ((i & 4095) == 0)
 			{
 				CHECK_FOR_INTERRUPTS();
 				pgstat_progress_update_param(PROGRESS_CREATEIDX_TUPLES_DONE, i);
 			}
 		}
-		pfree(work);
+		pfree(residual);
 	}
 
 	for (g = 0; g < GATEANN_PQ_CENTROIDS; g++)
