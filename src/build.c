@@ -491,12 +491,6 @@ report_phase(int phase, double total)
 }
 
 static void
-train_interrupts(void)
-{
-	CHECK_FOR_INTERRUPTS();
-}
-
-static void
 graph_progress(int pass, uint32 done, uint32 total)
 {
 	static int	current_pass = 0;
@@ -726,7 +720,7 @@ renumber_nodes(BuildState *bs, const GateannPQ *pq, uint8 *codes, uint32 *entrie
 											  MCXT_ALLOC_HUGE);
 
 		gateann_locality_order(bs->vectors, bs->n, bs->dims, pq->coarse, codes + pq->m, cb,
-							   GATEANN_PQ_SEED, order, scratch, train_interrupts);
+							   GATEANN_PQ_SEED, order, scratch, gateann_check_interrupts);
 		pfree(scratch);
 	}
 
@@ -1100,7 +1094,7 @@ train_codebook(BuildState *bs, Relation index, const GateannOptions *opts,
 		scratch = palloc_extended(gateann_pq_train_scratch_bytes(nsample, bs->dims, m),
 								  MCXT_ALLOC_HUGE);
 		gateann_pq_train(pq, sample, nsample, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
-						 scratch, train_interrupts);
+						 scratch, gateann_check_interrupts);
 		pfree(scratch);
 	}
 	meta->pq_trained_rows = (uint32) nsample;

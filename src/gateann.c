@@ -368,6 +368,12 @@ gateann_tid_string(ItemPointer tid)
 					ItemPointerGetOffsetNumberNoCheck(tid));
 }
 
+void
+gateann_check_interrupts(void)
+{
+	CHECK_FOR_INTERRUPTS();
+}
+
 static char *
 gateann_buildphasename(int64 phasenum)
 {

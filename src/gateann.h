@@ -440,6 +440,11 @@ extern bool gateann_build_chooses_tunnel_neighbors(const GateannOptions *opts);
 extern int	gateann_tunnel_neighbors(const GateannOptions *opts,
 									 const GateannMetaPageData *meta);
 extern char *gateann_tid_string(ItemPointer tid);
+/*
+ * CHECK_FOR_INTERRUPTS as a function: the callback the plain-C modules
+ * (pq.h, order.h) call in their long loops
+ */
+extern void gateann_check_interrupts(void);
 
 /* info.c */
 

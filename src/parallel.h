@@ -40,6 +40,12 @@ extern ParallelContext *gateann_parallel_begin(const char *function, int nworker
 											   uint64 key, void **shared);
 extern void gateann_parallel_end(ParallelContext *pcxt);
 
+/* An array in a shared area, at the offset its field holds */
+#define GATEANN_SHARED_ARRAY(sh, type, field) ((type) ((char *) (sh) + (sh)->field))
+
+/* Rows a participant claims at a time where work goes row by row */
+#define GATEANN_PARALLEL_ROW_CHUNK	1024
+
 /* Bytes of the dynamic shared memory a parallel training on n rows needs. */
 extern Size gateann_parallel_pq_bytes(int n, int dims);
 

@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "gateann.h"
 #include "parallel.h"
 #include "distance.h"
 #include "order.h"
@@ -25,9 +26,6 @@
 #include "storage/shm_toc.h"
 
 #define PARALLEL_KEY_VECTORS	UINT64CONST(0x6761746561000003)
-
-/* Rows a participant encodes at a time */
-#define ROW_CHUNK		1024
 
 typedef enum VectorTask
 {
@@ -66,8 +64,6 @@ struct GateannVectorWork
 
 PGDLLEXPORT void gateann_parallel_vectors_main(dsm_segment *seg, shm_toc *toc);
 
-#define SHARED(sh, type, field) ((type) ((char *) (sh) + (sh)->field))
-
 static void
 layout_shared(VectorShared *sh, uint32 n, int dims, int m)
 {
@@ -100,31 +96,25 @@ gateann_vector_work_bytes(uint32 n, int dims, int m)
 }
 
 static void
-check_interrupts(void)
-{
-	CHECK_FOR_INTERRUPTS();
-}
-
-static void
 encode_rows(VectorShared *sh)
 {
 	GateannPQ	pq;
 	Size		cb = gateann_pq_code_bytes(sh->m);
-	const float *vectors = SHARED(sh, const float *, vectors_off);
-	uint8	   *codes = SHARED(sh, uint8 *, codes_off);
-	float	   *coarse_dist = SHARED(sh, float *, coarse_dist_off);
+	const float *vectors = GATEANN_SHARED_ARRAY(sh, const float *, vectors_off);
+	uint8	   *codes = GATEANN_SHARED_ARRAY(sh, uint8 *, codes_off);
+	float	   *coarse_dist = GATEANN_SHARED_ARRAY(sh, float *, coarse_dist_off);
 	float	   *work = palloc(sizeof(float) * sh->dims);
 
-	gateann_pq_attach(&pq, sh->dims, sh->m, SHARED(sh, float *, codebook_off));
+	gateann_pq_attach(&pq, sh->dims, sh->m, GATEANN_SHARED_ARRAY(sh, float *, codebook_off));
 	for (;;)
 	{
-		uint32		from = pg_atomic_fetch_add_u32(&sh->next, ROW_CHUNK);
+		uint32		from = pg_atomic_fetch_add_u32(&sh->next, GATEANN_PARALLEL_ROW_CHUNK);
 		uint32		to;
 		uint32		i;
 
 		if (from >= sh->n)
 			break;
-		to = Min(from + ROW_CHUNK, sh->n);
+		to = Min(from + GATEANN_PARALLEL_ROW_CHUNK, sh->n);
 		for (i = from; i < to; i++)
 			(void) gateann_pq_encode(&pq, vectors + (Size) i * sh->dims,
 									 codes + (Size) i * cb, work, &coarse_dist[i]);
@@ -136,7 +126,7 @@ encode_rows(VectorShared *sh)
 static void
 split_groups(VectorShared *sh)
 {
-	uint32	   *order = SHARED(sh, uint32 *, order_off);
+	uint32	   *order = GATEANN_SHARED_ARRAY(sh, uint32 *, order_off);
 	void	   *scratch = NULL;
 
 	for (;;)
@@ -148,9 +138,9 @@ split_groups(VectorShared *sh)
 		if (scratch == NULL)
 			scratch = palloc_extended(gateann_locality_split_scratch_bytes(sh->largest, sh->dims),
 									  MCXT_ALLOC_HUGE);
-		gateann_locality_split_group(SHARED(sh, const float *, vectors_off), sh->dims,
+		gateann_locality_split_group(GATEANN_SHARED_ARRAY(sh, const float *, vectors_off), sh->dims,
 									 order + sh->top[g], sh->top[g + 1] - sh->top[g],
-									 sh->seed, (int) g, scratch, check_interrupts);
+									 sh->seed, (int) g, scratch, gateann_check_interrupts);
 	}
 	if (scratch != NULL)
 		pfree(scratch);
@@ -205,9 +195,10 @@ gateann_vector_work_begin(const GateannPQ *pq, const float *vectors, uint32 n, i
 	}
 	*w->sh = layout;
 	pg_atomic_init_u32(&w->sh->next, 0);
-	memcpy(SHARED(w->sh, float *, codebook_off), pq->centroids,
+	memcpy(GATEANN_SHARED_ARRAY(w->sh, float *, codebook_off), pq->centroids,
 		   gateann_pq_codebook_bytes(pq->dims));
-	memcpy(SHARED(w->sh, float *, vectors_off), vectors, (Size) n * pq->dims * sizeof(float));
+	memcpy(GATEANN_SHARED_ARRAY(w->sh, float *, vectors_off), vectors,
+		   (Size) n * pq->dims * sizeof(float));
 	return w;
 }
 
@@ -218,8 +209,10 @@ gateann_vector_work_encode(GateannVectorWork *w, uint8 *codes, float *coarse_dis
 
 	sh->task = TASK_ENCODE;
 	launch_task(w);
-	memcpy(codes, SHARED(sh, uint8 *, codes_off), (Size) sh->n * gateann_pq_code_bytes(sh->m));
-	memcpy(coarse_dist, SHARED(sh, float *, coarse_dist_off), (Size) sh->n * sizeof(float));
+	memcpy(codes, GATEANN_SHARED_ARRAY(sh, uint8 *, codes_off),
+		   (Size) sh->n * gateann_pq_code_bytes(sh->m));
+	memcpy(coarse_dist, GATEANN_SHARED_ARRAY(sh, float *, coarse_dist_off),
+		   (Size) sh->n * sizeof(float));
 }
 
 void
@@ -233,10 +226,10 @@ gateann_vector_work_order(GateannVectorWork *w, const uint8 *codes, uint64 seed,
 	int			g;
 
 	/* the first level, here: a counting sort */
-	gateann_pq_attach(&pq, sh->dims, sh->m, SHARED(sh, float *, codebook_off));
+	gateann_pq_attach(&pq, sh->dims, sh->m, GATEANN_SHARED_ARRAY(sh, float *, codebook_off));
 	gateann_locality_first_level(pq.coarse, sh->dims, codes + sh->m,
 								 gateann_pq_code_bytes(sh->m), sh->n,
-								 SHARED(sh, uint32 *, order_off),
+								 GATEANN_SHARED_ARRAY(sh, uint32 *, order_off),
 								 (uint8 *) scratch, (uint32 *) (scratch + label_bytes), sh->top);
 	pfree(scratch);
 	sh->largest = 0;
@@ -245,7 +238,7 @@ gateann_vector_work_order(GateannVectorWork *w, const uint8 *codes, uint64 seed,
 	sh->seed = seed;
 	sh->task = TASK_SPLIT_GROUPS;
 	launch_task(w);
-	memcpy(order, SHARED(sh, uint32 *, order_off), (Size) sh->n * sizeof(uint32));
+	memcpy(order, GATEANN_SHARED_ARRAY(sh, uint32 *, order_off), (Size) sh->n * sizeof(uint32));
 }
 
 void

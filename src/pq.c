@@ -126,14 +126,10 @@ pq_widest_subspace(int dims, int m)
 size_t
 gateann_pq_train_scratch_bytes(int n, int dims, int m)
 {
-	PQScratchLayout l;
-	PQScratchLayout coarse;
-	size_t		wmax = pq_widest_subspace(dims, m);
+	size_t		subspace = gateann_pq_subspace_scratch_bytes(n, dims, m);
+	size_t		coarse = gateann_kmeans_scratch_bytes(PQ_K, n, dims > 0 ? dims : 1);
 
-	pq_scratch_layout(n, wmax, wmax, PQ_K, &l);
-	pq_scratch_layout(n, 0, (size_t) (dims > 0 ? dims : 1), PQ_K, &coarse);
-	/* slack so the caller's pointer need not be aligned */
-	return (l.total > coarse.total ? l.total : coarse.total) + SCRATCH_ALIGN;
+	return subspace > coarse ? subspace : coarse;
 }
 
 /* splitmix64: tiny, good enough, fully deterministic */
@@ -374,6 +370,7 @@ gateann_pq_train_subspace(GateannPQ *pq, const float *residuals, int n, uint64_t
 	float	   *C = pq->centroids + (size_t) PQ_K * off;
 	uint64_t	rng = seed ^ ((uint64_t) (s + 1) * UINT64_C(0xD1B54A32D192ED03));
 	PQScratchLayout l;
+	size_t		wmax;
 	char	   *base;
 	float	   *X;
 	int			c;
@@ -389,8 +386,8 @@ gateann_pq_train_subspace(GateannPQ *pq, const float *residuals, int n, uint64_t
 		return;
 	}
 
-	pq_scratch_layout(n, pq_widest_subspace(dims, pq->m), pq_widest_subspace(dims, pq->m),
-					  PQ_K, &l);
+	wmax = pq_widest_subspace(dims, pq->m);
+	pq_scratch_layout(n, wmax, wmax, PQ_K, &l);
 	base = (char *) align_up((size_t) (uintptr_t) scratch);
 	X = (float *) (base + l.slice);
 

@@ -26,6 +26,7 @@
  */
 #include "postgres.h"
 
+#include "gateann.h"
 #include "parallel.h"
 #include "distance.h"
 #include "pq.h"
@@ -39,9 +40,6 @@
 #include "storage/shm_toc.h"
 
 #define PARALLEL_KEY_PQ			UINT64CONST(0x6761746561000002)
-
-/* Sample rows a participant claims at a time */
-#define ROW_CHUNK		1024
 
 typedef enum PQTrainStage
 {
@@ -109,34 +107,26 @@ gateann_parallel_pq_bytes(int n, int dims)
 	return sh.total_size;
 }
 
-#define SHARED(sh, type, field) ((type) ((char *) (sh) + (sh)->field))
-
-static void
-check_interrupts(void)
-{
-	CHECK_FOR_INTERRUPTS();
-}
-
 /* Claim chunks of rows until none are left; the assignment or residuals */
 static void
 share_rows(PQTrainShared *sh, const GateannPQ *pq)
 {
-	float	   *sample = SHARED(sh, float *, sample_off);
+	float	   *sample = GATEANN_SHARED_ARRAY(sh, float *, sample_off);
 
 	for (;;)
 	{
-		uint32		from = pg_atomic_fetch_add_u32(&sh->next_row, ROW_CHUNK);
+		uint32		from = pg_atomic_fetch_add_u32(&sh->next_row, GATEANN_PARALLEL_ROW_CHUNK);
 		int			to;
 
 		if (from >= (uint32) sh->n)
 			break;
-		to = (int) Min(from + ROW_CHUNK, (uint32) sh->n);
+		to = (int) Min(from + GATEANN_PARALLEL_ROW_CHUNK, (uint32) sh->n);
 		if (sh->stage == STAGE_ASSIGN)
 		{
 			int			changed = gateann_kmeans_assign(pq->coarse, GATEANN_PQ_CENTROIDS,
 														sample, sh->dims, (int) from, to,
-														SHARED(sh, int *, assign_off),
-														SHARED(sh, float *, dist_off));
+														GATEANN_SHARED_ARRAY(sh, int *, assign_off),
+														GATEANN_SHARED_ARRAY(sh, float *, dist_off));
 
 			pg_atomic_fetch_add_u32(&sh->changed, (uint32) changed);
 		}
@@ -161,11 +151,11 @@ serial_step(PQTrainShared *sh, GateannPQ *pq)
 		else
 		{
 			gateann_kmeans_update(pq->coarse, GATEANN_PQ_CENTROIDS,
-								  SHARED(sh, float *, sample_off), sh->n, sh->dims,
-								  SHARED(sh, int *, assign_off),
-								  SHARED(sh, float *, dist_off),
-								  SHARED(sh, double *, sums_off),
-								  SHARED(sh, int *, counts_off));
+								  GATEANN_SHARED_ARRAY(sh, float *, sample_off), sh->n, sh->dims,
+								  GATEANN_SHARED_ARRAY(sh, int *, assign_off),
+								  GATEANN_SHARED_ARRAY(sh, float *, dist_off),
+								  GATEANN_SHARED_ARRAY(sh, double *, sums_off),
+								  GATEANN_SHARED_ARRAY(sh, int *, counts_off));
 			if (++sh->iteration >= sh->iterations)
 				sh->stage = STAGE_RESIDUALS;
 		}
@@ -191,8 +181,8 @@ train_subspaces(PQTrainShared *sh, GateannPQ *pq)
 		if (scratch == NULL)
 			scratch = palloc_extended(gateann_pq_subspace_scratch_bytes(sh->n, sh->dims, sh->m),
 									  MCXT_ALLOC_HUGE);
-		gateann_pq_train_subspace(pq, SHARED(sh, float *, sample_off), sh->n, sh->seed,
-								  sh->iterations, (int) s, scratch, check_interrupts);
+		gateann_pq_train_subspace(pq, GATEANN_SHARED_ARRAY(sh, float *, sample_off), sh->n, sh->seed,
+								  sh->iterations, (int) s, scratch, gateann_check_interrupts);
 	}
 	if (scratch != NULL)
 		pfree(scratch);
@@ -204,7 +194,7 @@ participate(PQTrainShared *sh)
 {
 	GateannPQ	pq;
 
-	gateann_pq_attach(&pq, sh->dims, sh->m, SHARED(sh, float *, codebook_off));
+	gateann_pq_attach(&pq, sh->dims, sh->m, GATEANN_SHARED_ARRAY(sh, float *, codebook_off));
 	BarrierAttach(&sh->barrier);
 	for (;;)
 	{
@@ -262,13 +252,13 @@ gateann_pq_train_parallel(GateannPQ *pq, const float *sample, int n, uint64 seed
 	pg_atomic_init_u32(&sh->next_row, 0);
 	pg_atomic_init_u32(&sh->changed, 0);
 	pg_atomic_init_u32(&sh->next_subspace, 0);
-	memcpy(SHARED(sh, float *, sample_off), sample, (Size) n * pq->dims * sizeof(float));
-	memset(SHARED(sh, char *, codebook_off), 0, gateann_pq_codebook_bytes(pq->dims));
-	gateann_pq_attach(&shared_pq, pq->dims, pq->m, SHARED(sh, float *, codebook_off));
+	memcpy(GATEANN_SHARED_ARRAY(sh, float *, sample_off), sample, (Size) n * pq->dims * sizeof(float));
+	memset(GATEANN_SHARED_ARRAY(sh, char *, codebook_off), 0, gateann_pq_codebook_bytes(pq->dims));
+	gateann_pq_attach(&shared_pq, pq->dims, pq->m, GATEANN_SHARED_ARRAY(sh, float *, codebook_off));
 	gateann_kmeans_start(shared_pq.coarse, GATEANN_PQ_CENTROIDS,
-						 SHARED(sh, float *, sample_off), n, pq->dims, &rng,
-						 SHARED(sh, int *, assign_off),
-						 SHARED(sh, int *, counts_off));	/* the seed rows */
+						 GATEANN_SHARED_ARRAY(sh, float *, sample_off), n, pq->dims, &rng,
+						 GATEANN_SHARED_ARRAY(sh, int *, assign_off),
+						 GATEANN_SHARED_ARRAY(sh, int *, counts_off));	/* the seed rows */
 
 	LaunchParallelWorkers(pcxt);
 	elog(DEBUG1, "gateann: training the PQ codebook on %d rows with %d of %d parallel workers launched",
@@ -276,7 +266,7 @@ gateann_pq_train_parallel(GateannPQ *pq, const float *sample, int n, uint64 seed
 	participate(sh);
 	WaitForParallelWorkersToFinish(pcxt);
 
-	memcpy(pq->centroids, SHARED(sh, float *, codebook_off),
+	memcpy(pq->centroids, GATEANN_SHARED_ARRAY(sh, float *, codebook_off),
 		   gateann_pq_codebook_bytes(pq->dims));
 	gateann_parallel_end(pcxt);
 	return true;

@@ -44,12 +44,6 @@ gateann_pq_next_retrain(uint32 trained)
 	return (uint32) Min(next, (uint64) GATEANN_PQ_TRAIN_SAMPLE);
 }
 
-static void
-train_interrupts(void)
-{
-	CHECK_FOR_INTERRUPTS();
-}
-
 /*
  * A codebook trained on n sample vectors (palloc'd; the sample is
  * overwritten, see gateann_pq_train).
@@ -65,7 +59,7 @@ train_codebook(float *sample, int n, int dims, int m)
 									  MCXT_ALLOC_HUGE | MCXT_ALLOC_ZERO));
 	scratch = palloc_extended(gateann_pq_train_scratch_bytes(n, dims, m), MCXT_ALLOC_HUGE);
 	gateann_pq_train(&pq, sample, n, GATEANN_PQ_SEED, GATEANN_PQ_TRAIN_ITERATIONS,
-					 scratch, train_interrupts);
+					 scratch, gateann_check_interrupts);
 	pfree(scratch);
 	return pq.centroids;
 }

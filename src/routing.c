@@ -120,12 +120,6 @@ gateann_kmeans_accum(PG_FUNCTION_ARGS)
 	PG_RETURN_POINTER(st);
 }
 
-static void
-routing_check_interrupts(void)
-{
-	CHECK_FOR_INTERRUPTS();
-}
-
 Datum
 gateann_kmeans_final(PG_FUNCTION_ARGS)
 {
@@ -148,7 +142,7 @@ gateann_kmeans_final(PG_FUNCTION_ARGS)
 	scratch = MemoryContextAllocHuge(CurrentMemoryContext,
 									 gateann_kmeans_scratch_bytes(st->k, (int) st->n, st->dims));
 	gateann_kmeans(centroids, st->k, st->rows, (int) st->n, st->dims, ROUTING_SEED,
-				   ROUTING_ITERATIONS, scratch, routing_check_interrupts);
+				   ROUTING_ITERATIONS, scratch, gateann_check_interrupts);
 	pfree(scratch);
 	elems = palloc(sizeof(Datum) * st->k * st->dims);
 	for (i = 0; i < (int64) st->k * st->dims; i++)

@@ -300,16 +300,16 @@ check_tail_record(VerifyState *vs, const GateannMetaPageData *meta, uint32 id, c
 }
 
 /*
- * Is centroid `named` of the k (of w floats) one of the nearest to x?  Ties
- * and float rounding (the kernels sum in another order) are allowed for.
+ * Is centroid `named` of the 256 (of w floats) one of the nearest to x?
+ * Ties and float rounding (the kernels sum in another order) are allowed
+ * for.
  */
 static bool
-named_is_nearest(const float *centroids, int k, int w, const float *x, int named,
+named_is_nearest(const float *centroids, int w, const float *x, int named,
 				 float *named_dist, float *nearest_dist)
 {
 	*named_dist = gateann_l2sq(centroids + (Size) named * w, x, w);
 	(void) gateann_pq_nearest(centroids, x, w, nearest_dist);
-	Assert(k == GATEANN_PQ_CENTROIDS);
 	return *named_dist <= *nearest_dist * (1.0f + 1e-4f) + 1e-20f;
 }
 
@@ -332,7 +332,7 @@ check_code(VerifyState *vs, const GateannMetaPageData *meta, uint32 id, const ch
 	int			s;
 	int			j;
 
-	if (!named_is_nearest(pq->coarse, GATEANN_PQ_CENTROIDS, pq->dims, v, a, &named, &nearest))
+	if (!named_is_nearest(pq->coarse, pq->dims, v, a, &named, &nearest))
 	{
 		problem(vs, "node %u: its PQ code names coarse centroid %d at squared distance %g, another is at %g",
 				id, a, (double) named, (double) nearest);
@@ -346,9 +346,8 @@ check_code(VerifyState *vs, const GateannMetaPageData *meta, uint32 id, const ch
 		int			w = gateann_pq_sub_dims(pq->dims, pq->m, s);
 
 		if (w > 0 &&
-			!named_is_nearest(pq->centroids + (Size) GATEANN_PQ_CENTROIDS * off,
-							  GATEANN_PQ_CENTROIDS, w, vs->residual + off, code[s],
-							  &named, &nearest))
+			!named_is_nearest(pq->centroids + (Size) GATEANN_PQ_CENTROIDS * off, w,
+							  vs->residual + off, code[s], &named, &nearest))
 		{
 			problem(vs, "node %u: its PQ code names centroid %d of subspace %d at squared distance %g, another is at %g",
 					id, code[s], s, (double) named, (double) nearest);
