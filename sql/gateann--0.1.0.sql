@@ -386,6 +386,18 @@ CREATE OPERATOR CLASS jsonb_filter_ops DEFAULT FOR TYPE jsonb USING gateann
 CREATE FUNCTION gateann_path_match_condition(path jsonpath, vars jsonb) RETURNS jsonpath
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE PARALLEL SAFE;
 
+-- What the planner tests a jsonb filter column with for one key's equality,
+-- as applications write it: "column -> key = value" (Django's meta__k = v)
+-- becomes column @> {key: value}; "column ->> key = value" (SQLAlchemy's
+-- .astext, Django's KeyTextTransform) becomes column @@ a path that matches
+-- the string value or the number or boolean it spells.  Key and value may be
+-- parameters of a generic plan.  The equality stays the filter; a NULL
+-- matches nothing.
+CREATE FUNCTION gateann_key_value_condition(key text, value jsonb) RETURNS jsonb
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION gateann_key_text_condition(key text, value text) RETURNS jsonpath
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 -- introspection ------------------------------------------------------------
 
 CREATE FUNCTION gateann_last_scan(

@@ -277,9 +277,13 @@ extern void gateann_filter_jsonb_bits(Jsonb *j, bool existence, uint64 *bits);
 
 /*
  * The bits of the leaves a value must hold to match jsonpath jp (`predicate`:
- * jsonb @@ jp, else jsonb @? jp); false when jp requires none we know.
+ * jsonb @@ jp, else jsonb @? jp), as alternatives: a value matches only if
+ * it holds every bit of one of the masks (GATEANN_JSONB_BLOOM_WORDS each,
+ * at most GATEANN_JSONPATH_ALTERNATIVES, zeroed by the caller).  Returns
+ * how many; 0 when jp requires none we know.
  */
-extern bool gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *bits);
+#define GATEANN_JSONPATH_ALTERNATIVES	8
+extern int	gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *masks);
 extern uint32 gateann_filter_jsonb_key_hash(const char *key, int len);
 
 /*

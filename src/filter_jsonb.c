@@ -21,8 +21,10 @@
  * `$.a.b == 1` matches only a value with the leaf (a.b, 1), in lax mode too,
  * where arrays on the way are unwrapped (their positions are left out of the
  * path as they are here).  Required are both sides of &&, and in an @? path
- * the predicate of each filter (`$.a ? (@.b == "x")`: (a.b, "x")); ||, !,
- * comparisons, methods and wildcards require nothing we can tell.
+ * the predicate of each filter (`$.a ? (@.b == "x")`: (a.b, "x")); an @@
+ * path's ||s give alternatives (a value needs the leaves of one side: the
+ * node passes if its bits hold one side's); !, comparisons, methods and
+ * wildcards require nothing we can tell.
  */
 #include "postgres.h"
 
@@ -283,14 +285,45 @@ jsonpath_exists_bits(JsonPathItem *root, uint64 *bits)
 	return found;
 }
 
-bool
-gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *bits)
+/*
+ * The leaves predicate `pred` requires, as alternatives in masks[0..max):
+ * an || matches only where one of its sides does (||s within it are
+ * flattened), anything else as jsonpath_predicate_bits says.  Returns how
+ * many masks; 0 when one side requires nothing we know or there are more
+ * than max.
+ */
+static int
+jsonpath_alternative_bits(JsonPathItem *pred, uint64 *masks, int max)
+{
+	JsonPathItem left,
+				right;
+	int			n;
+	int			m;
+
+	check_stack_depth();
+	if (max < 1)
+		return 0;
+	if (pred->type != jpiOr)
+		return jsonpath_predicate_bits(pred, NULL, masks) ? 1 : 0;
+	jspGetLeftArg(pred, &left);
+	jspGetRightArg(pred, &right);
+	n = jsonpath_alternative_bits(&left, masks, max);
+	if (n == 0)
+		return 0;
+	m = jsonpath_alternative_bits(&right, masks + (Size) n * GATEANN_JSONB_BLOOM_WORDS,
+								  max - n);
+	return m == 0 ? 0 : n + m;
+}
+
+int
+gateann_filter_jsonpath_bits(JsonPath *jp, bool predicate, uint64 *masks)
 {
 	JsonPathItem root;
 
 	jspInit(&root, jp);
-	return predicate ? jsonpath_predicate_bits(&root, NULL, bits) :
-		jsonpath_exists_bits(&root, bits);
+	if (predicate)
+		return jsonpath_alternative_bits(&root, masks, GATEANN_JSONPATH_ALTERNATIVES);
+	return jsonpath_exists_bits(&root, masks) ? 1 : 0;
 }
 
 /* ---- jsonb_path_match's variables written into its path ------------------ */
@@ -521,4 +554,104 @@ gateann_path_match_condition(PG_FUNCTION_ARGS)
 	if (bound == NULL)
 		return DirectFunctionCall1(jsonpath_in, CStringGetDatum("true"));
 	PG_RETURN_JSONPATH_P(bound);
+}
+
+/* ---- one key's equality, as applications write it ------------------------ */
+
+/*
+ * Is s, whole, the text jsonb writes for a number?  jsonb prints numbers
+ * as numeric does: an optional minus, no leading zero, an optional
+ * fraction, never an exponent.
+ */
+static bool
+is_jsonb_number_text(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (*s >= '0' && *s <= '9')
+			s++;
+	else
+		return false;
+	if (*s == '.')
+	{
+		s++;
+		if (*s < '0' || *s > '9')
+			return false;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
+}
+
+/*
+ * gateann_key_value_condition(key text, value jsonb) RETURNS jsonb: what
+ * planner.c tests a jsonb filter column with (@>) for "column -> key =
+ * value", the form Django writes for meta__k = v: the object {key: value}.
+ * A row whose key equals value contains it; the equality stays the query's
+ * filter (containment also takes a value's supersets).  STRICT: a NULL key
+ * or value matches nothing, as the equality does.
+ */
+PG_FUNCTION_INFO_V1(gateann_key_value_condition);
+
+Datum
+gateann_key_value_condition(PG_FUNCTION_ARGS)
+{
+	text	   *key = PG_GETARG_TEXT_PP(0);
+	Jsonb	   *value = PG_GETARG_JSONB_P(1);
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	print_quoted(&buf, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+	appendStringInfoString(&buf, ": ");
+	(void) JsonbToCString(&buf, &value->root, VARSIZE(value));
+	appendStringInfoChar(&buf, '}');
+	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
+}
+
+/*
+ * gateann_key_text_condition(key text, value text) RETURNS jsonpath: what
+ * planner.c tests a jsonb filter column with (@@) for "column ->> key =
+ * value", the form SQLAlchemy's .astext and Django's KeyTextTransform
+ * write.  ->> gives a string's characters, and the text jsonb prints for a
+ * number, a boolean, an array or an object, so the path is
+ *   $."key" == "value"                      always,
+ *   || $."key" == value                     when value is a number's text,
+ *   || $."key" == true / false              when it is a boolean's,
+ * and exists($."key") when value starts as an array or object does (the
+ * store cannot tell those by their text).  The store rules nodes out only
+ * by the leaves of these alternatives (exists: not at all; the records
+ * read are verified).  The equality stays the query's filter.  STRICT, as
+ * gateann_key_value_condition.
+ */
+PG_FUNCTION_INFO_V1(gateann_key_text_condition);
+
+Datum
+gateann_key_text_condition(PG_FUNCTION_ARGS)
+{
+	text	   *key = PG_GETARG_TEXT_PP(0);
+	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	StringInfoData field;
+	StringInfoData buf;
+
+	initStringInfo(&field);
+	appendStringInfoString(&field, "$.");
+	print_quoted(&field, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+
+	initStringInfo(&buf);
+	if (value[0] == '[' || value[0] == '{')
+		appendStringInfo(&buf, "exists(%s)", field.data);
+	else
+	{
+		appendStringInfo(&buf, "%s == ", field.data);
+		escape_json(&buf, value);
+		if (is_jsonb_number_text(value))
+			appendStringInfo(&buf, " || %s == %s", field.data, value);
+		else if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
+			appendStringInfo(&buf, " || %s == %s", field.data, value);
+	}
+	return DirectFunctionCall1(jsonpath_in, CStringGetDatum(buf.data));
 }

@@ -300,11 +300,11 @@ compile_jsonb_store(FilterKey *k, bool *never)
 			}
 		case STRAT_PATH_MATCH:
 		case STRAT_PATH_EXISTS:
-			k->masks = palloc0(sizeof(uint64) * words);
-			if (gateann_filter_jsonpath_bits(DatumGetJsonPathP(k->arg),
-											 k->strategy == STRAT_PATH_MATCH, k->masks))
-				k->nmasks = 1;
-			else
+			k->masks = palloc0(sizeof(uint64) * words * GATEANN_JSONPATH_ALTERNATIVES);
+			k->nmasks = gateann_filter_jsonpath_bits(DatumGetJsonPathP(k->arg),
+													 k->strategy == STRAT_PATH_MATCH, k->masks);
+			k->any_mask = k->nmasks > 1;	/* ||: one side's leaves suffice */
+			if (k->nmasks == 0)
 				k->store_all = true;	/* it requires no equality we know */
 			break;
 		default:

@@ -1,7 +1,8 @@
 /*
  * planner.c — filter conditions the core planner leaves out of ordered
  * gateann scans: "= ANY" and boolean columns before PostgreSQL 17, and on
- * every version jsonb_path_match() calls on a jsonb filter column.
+ * every version jsonb_path_match() calls and one key's equality on a jsonb
+ * filter column.
  *
  * Before 17 the core planner never makes a ScalarArrayOpExpr on a later
  * index column an index condition of a scan whose order it uses: for a
@@ -24,6 +25,10 @@
  * the variables are written into the path (path_match_index_clause): by
  * the planner when they are constants, else by the SQL function
  * gateann_path_match_condition when the scan starts (a generic plan).
+ * Nor is one key's equality, "meta -> 'k' = value" or "meta ->> 'k' =
+ * value", a condition on the column meta for the core: it becomes "meta @>
+ * {k: value}" or "meta @@ path" (key_equality_index_clause), with the key
+ * a parameter too, which no expression column (meta ->> 'k') can match.
  *
  * After the core paths exist, every ordered gateann index path of a base
  * relation is replaced by the same path with those conditions added as
@@ -113,22 +118,47 @@ saop_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 #endif
 
 /*
- * The call gateann_path_match_condition(path, vars) (the extension's, found
- * in the schema of the column's operator family), when path and vars are
- * known when the scan starts: no column, nothing volatile.  Else NULL.
+ * "column op condition" on column indexcol as a lossy index clause for
+ * rinfo: it matches at least the rows rinfo does, and the executor checks
+ * rinfo itself on the rows the index returns.
+ */
+static IndexClause *
+lossy_index_clause(PlannerInfo *root, RestrictInfo *rinfo, int indexcol, Oid opno,
+				   Expr *column, Expr *condition)
+{
+	Expr	   *op = make_opclause(opno, BOOLOID, false, column, condition,
+								   InvalidOid, InvalidOid);
+	IndexClause *iclause = new_index_clause(rinfo, make_simple_restrictinfo(root, op), indexcol);
+
+	iclause->lossy = true;
+	return iclause;
+}
+
+/*
+ * Known when the scan starts: no column of any relation, nothing volatile.
+ * The executor evaluates such an index condition's comparison value once
+ * per scan (a runtime key), so it may hold a generic plan's parameters.
+ */
+static bool
+known_at_scan_start(Node *expr)
+{
+	return !contain_var_clause(expr) && !contain_volatile_functions(expr);
+}
+
+/*
+ * A call of the extension's SQL function `name` (found in the schema of
+ * column indexcol's operator family) on two arguments, or NULL when that
+ * schema has none.
  */
 static Expr *
-path_match_condition_call(IndexOptInfo *index, int indexcol, Expr *path, Expr *vars)
+extension_call(IndexOptInfo *index, int indexcol, const char *name, Oid rettype,
+			   Oid argtype1, Expr *arg1, Oid argtype2, Expr *arg2)
 {
-	Oid			argtypes[2] = {JSONPATHOID, JSONBOID};
+	Oid			argtypes[2] = {argtype1, argtype2};
 	HeapTuple	tup;
 	char	   *schema;
 	Oid			fn;
 
-	if (exprType((Node *) path) != JSONPATHOID || exprType((Node *) vars) != JSONBOID ||
-		contain_var_clause((Node *) path) || contain_var_clause((Node *) vars) ||
-		contain_volatile_functions((Node *) path) || contain_volatile_functions((Node *) vars))
-		return NULL;
 	tup = SearchSysCache1(OPFAMILYOID, ObjectIdGetDatum(index->opfamily[indexcol]));
 	if (!HeapTupleIsValid(tup))
 		return NULL;
@@ -136,12 +166,26 @@ path_match_condition_call(IndexOptInfo *index, int indexcol, Expr *path, Expr *v
 	ReleaseSysCache(tup);
 	if (schema == NULL)
 		return NULL;
-	fn = LookupFuncName(list_make2(makeString(schema), makeString("gateann_path_match_condition")),
+	fn = LookupFuncName(list_make2(makeString(schema), makeString(pstrdup(name))),
 						2, argtypes, true);
 	if (!OidIsValid(fn))
 		return NULL;
-	return (Expr *) makeFuncExpr(fn, JSONPATHOID, list_make2(path, vars), InvalidOid,
+	return (Expr *) makeFuncExpr(fn, rettype, list_make2(arg1, arg2), InvalidOid,
 								 InvalidOid, COERCE_EXPLICIT_CALL);
+}
+
+/*
+ * The call gateann_path_match_condition(path, vars), when path and vars
+ * are known when the scan starts.  Else NULL.
+ */
+static Expr *
+path_match_condition_call(IndexOptInfo *index, int indexcol, Expr *path, Expr *vars)
+{
+	if (exprType((Node *) path) != JSONPATHOID || exprType((Node *) vars) != JSONBOID ||
+		!known_at_scan_start((Node *) path) || !known_at_scan_start((Node *) vars))
+		return NULL;
+	return extension_call(index, indexcol, "gateann_path_match_condition", JSONPATHOID,
+						  JSONPATHOID, path, JSONBOID, vars);
 }
 
 /*
@@ -168,8 +212,6 @@ path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *in
 	Oid			opno;
 	JsonPath   *bound;
 	Expr	   *condition;
-	Expr	   *op;
-	IndexClause *iclause;
 
 	if (!IsA(call, FuncExpr) ||
 		(call->funcid != F_JSONB_PATH_MATCH && call->funcid != F_JSONB_PATH_MATCH_TZ) ||
@@ -201,11 +243,96 @@ path_match_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *in
 		if (condition == NULL)
 			return NULL;
 	}
-	op = make_opclause(opno, BOOLOID, false, (Expr *) linitial(call->args), condition,
-					   InvalidOid, InvalidOid);
-	iclause = new_index_clause(rinfo, make_simple_restrictinfo(root, op), indexcol);
-	iclause->lossy = true;
-	return iclause;
+	return lossy_index_clause(root, rinfo, indexcol, opno, (Expr *) linitial(call->args),
+							  condition);
+}
+
+/* Is node "column -> key" (jsonb) or, with as_text, "column ->> key" (text)? */
+static bool
+is_key_field(Node *node, bool as_text)
+{
+	OpExpr	   *field = (OpExpr *) node;
+
+	return IsA(field, OpExpr) && list_length(field->args) == 2 &&
+		get_opcode(field->opno) == (as_text ? F_JSONB_OBJECT_FIELD_TEXT : F_JSONB_OBJECT_FIELD);
+}
+
+/*
+ * One key's equality on a jsonb column indexcol, as applications write it:
+ * "column -> key = value" (jsonb; Django's meta__k = v) and "column ->> key
+ * = value" (text; SQLAlchemy's .astext, Django's KeyTextTransform), either
+ * side first, key and value constants or a generic plan's parameters.  The
+ * index clause is "column @> gateann_key_value_condition(key, value)" or
+ * "column @@ gateann_key_text_condition(key, value)" (filter_jsonb.c),
+ * folded into a constant now when both are; or NULL.  It matches at least
+ * the rows the equality does, and is lossy: the executor checks the
+ * equality on the rows the index returns.  A key given as a parameter is
+ * the reason to take the whole column: an expression column (meta ->>
+ * 'k') matches only its own constant key.  A text equality under a
+ * nondeterministic collation matches strings the path does not: not taken.
+ */
+static IndexClause *
+key_equality_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
+						  int indexcol)
+{
+	OpExpr	   *eq = (OpExpr *) rinfo->clause;
+	OpExpr	   *field;
+	Node	   *value;
+	Node	   *key;
+	bool		as_text;
+	Oid			value_type;
+	Oid			opno;
+	Expr	   *condition;
+
+	if (!IsA(eq, OpExpr) || list_length(eq->args) != 2)
+		return NULL;
+	switch (get_opcode(eq->opno))
+	{
+		case F_TEXTEQ:
+			as_text = true;
+			value_type = TEXTOID;
+			break;
+		case F_JSONB_EQ:
+			as_text = false;
+			value_type = JSONBOID;
+			break;
+		default:
+			return NULL;
+	}
+	if (is_key_field(linitial(eq->args), as_text))
+	{
+		field = linitial(eq->args);
+		value = lsecond(eq->args);
+	}
+	else if (is_key_field(lsecond(eq->args), as_text))
+	{
+		field = lsecond(eq->args);
+		value = linitial(eq->args);
+	}
+	else
+		return NULL;
+	key = lsecond(field->args);
+	if (!match_index_to_operand(linitial(field->args), indexcol, index) ||
+		exprType(key) != TEXTOID || exprType(value) != value_type ||
+		!known_at_scan_start(key) || !known_at_scan_start(value))
+		return NULL;
+	if (as_text && OidIsValid(eq->inputcollid) &&
+		!get_collation_isdeterministic(eq->inputcollid))
+		return NULL;
+	opno = get_opfamily_member(index->opfamily[indexcol], JSONBOID,
+							   as_text ? JSONPATHOID : JSONBOID,
+							   as_text ? STRAT_PATH_MATCH : STRAT_CONTAINS);
+	if (!OidIsValid(opno))
+		return NULL;
+	condition = extension_call(index, indexcol,
+							   as_text ? "gateann_key_text_condition" : "gateann_key_value_condition",
+							   as_text ? JSONPATHOID : JSONBOID,
+							   TEXTOID, (Expr *) key, value_type, (Expr *) value);
+	if (condition == NULL)
+		return NULL;
+	condition = (Expr *) eval_const_expressions(root, (Node *) condition);
+	return lossy_index_clause(root, rinfo, indexcol, opno, (Expr *) linitial(field->args),
+							  condition);
 }
 
 #ifdef GATEANN_NEEDS_SAOP_ORDERED_PATHS
@@ -322,6 +449,8 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index, Li
 
 			if (!iclause && !saop)
 				iclause = path_match_index_clause(root, rinfo, index, col);
+			if (!iclause && !saop)
+				iclause = key_equality_index_clause(root, rinfo, index, col);
 			missing = iclause != NULL;
 
 			if (!iclause && plain && !saop)

@@ -135,11 +135,12 @@ def mentions(expr, column):
     return re.search(r"(?<![\w.])(\w+\.)?" + re.escape(column) + r"\b", expr or "") is not None
 
 
-def check_index_scan(tc, plan, index, pushed, not_pushed=(), order_column="embedding"):
+def check_index_scan(tc, plan, index, pushed, not_pushed=(), order_column="embedding", rechecked=()):
     """Assert (a) an Index Scan on `index` ordered by order_column, (b) every column of
     `pushed` in its Index Cond and none in a Filter above or in the scan; columns of
-    `not_pushed` must not be in the Index Cond (they are expected in a Filter).  Returns the
-    Index Cond."""
+    `not_pushed` must not be in the Index Cond (they are expected in a Filter); columns of
+    `rechecked` in the Index Cond and in a Filter too (a lossy index condition: the executor
+    checks the query's own on the rows the index returns).  Returns the Index Cond."""
     scans = [n for n in plan_nodes(plan) if n.get("Index Name") == index]
     tc.assertTrue(scans, f"no scan of {index} in the plan: {describe(plan)}")
     scan = scans[0]
@@ -152,6 +153,9 @@ def check_index_scan(tc, plan, index, pushed, not_pushed=(), order_column="embed
     for col in pushed:
         tc.assertTrue(mentions(cond, col), f"{col} not in Index Cond {cond!r} (Filter {filters!r})")
         tc.assertFalse(mentions(filters, col), f"{col} also in a Filter {filters!r}")
+    for col in rechecked:
+        tc.assertTrue(mentions(cond, col), f"{col} not in Index Cond {cond!r} (Filter {filters!r})")
+        tc.assertTrue(mentions(filters, col), f"{col} not rechecked in a Filter {filters!r}")
     for col in not_pushed:
         tc.assertFalse(mentions(cond, col), f"{col} unexpectedly in Index Cond {cond!r}")
         tc.assertTrue(mentions(filters, col), f"{col} neither in Index Cond nor in a Filter: {describe(plan)}")
