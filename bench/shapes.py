@@ -31,8 +31,10 @@ Engines: gateann in gate mode and in post mode (the same index), gateann_jsonb
 and gateann_expr (gate mode on a copy of the rows whose labels are one jsonb
 value, {"u10": 3, ...}: filtered with meta @> '{"u10": 3}' through a gateann
 index on the jsonb column (gateann_jsonpath: meta @@ '$.u10 == 3' through the
-same index), or with (meta ->> 'u10') = '3' through one on expression
-columns; filtered workloads only), pgvector HNSW
+same index; gateann_jsonkey: meta ->> 'u10' = '3', one key's equality, through
+the same index), or with (meta ->> 'u10') = '3' through one on expression
+columns (gateann_expr; not in one run with gateann_jsonkey: the same SQL, and
+each point records the index its plan used); filtered workloads only), pgvector HNSW
 (iterative scan relaxed_order, hnsw.ef_search = L) when the server has it,
 and VectorChord (vchordrq) when the server has it preloaded: lists = about
 sqrt(rows), vchordrq.probes = L / 1000 of them, otherwise its defaults
@@ -343,7 +345,7 @@ def _lit(v: np.ndarray, engine: str) -> str:
 
 
 # gateann engines whose filter is a form of the jsonb value (table_j)
-JSONB_ENGINES = ("gateann_jsonb", "gateann_jsonpath", "gateann_expr")
+JSONB_ENGINES = ("gateann_jsonb", "gateann_jsonpath", "gateann_jsonkey", "gateann_expr")
 
 
 # Engine -> the table it queries (load_table)
@@ -359,7 +361,7 @@ def filter_sql(engine: str, wl: str, value: int) -> str:
         return f"meta @> '{{\"{wl}\": {value}}}'"
     if engine == "gateann_jsonpath":
         return f"meta @@ '$.{wl} == {value}'"
-    if engine == "gateann_expr":
+    if engine in ("gateann_expr", "gateann_jsonkey"):
         return f"(meta ->> '{wl}') = '{value}'"
     return f"{wl} = {value}"
 
@@ -386,6 +388,18 @@ def query_sql(table: str, metric: str, engine: str, q: np.ndarray, wl: str,
         out.append(f"SELECT id FROM {tbl} {where} ORDER BY embedding {op} {_lit(v, engine)} "
                    f"LIMIT {K}")
     return out
+
+
+def index_used(conn, sql: str) -> str | None:
+    """The index the plan of sql scans (None: none)."""
+    plan = conn.execute("EXPLAIN (FORMAT JSON) " + sql).fetchone()[0]
+    nodes = [plan[0]["Plan"]]
+    while nodes:
+        node = nodes.pop()
+        if "Index Name" in node:
+            return node["Index Name"]
+        nodes.extend(node.get("Plans", []))
+    return None
 
 
 def run_queries(conn, engine: str, statements: list[str]) -> tuple[list[list[int]], float, dict]:
@@ -539,7 +553,7 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
         t0 = time.monotonic()
         conn.execute(sql)
         fact[key] = round(time.monotonic() - t0, 2)
-    if "gateann_jsonb" in engines or "gateann_jsonpath" in engines:
+    if {"gateann_jsonb", "gateann_jsonpath", "gateann_jsonkey"} & set(engines):
         timed_build("gateann_jsonb_build_s", f"CREATE INDEX {table}_j_jsonb ON {table}_j "
                     f"USING gateann (embedding {ops[1]}, meta){with_}")
     if "gateann_expr" in engines:
@@ -581,6 +595,13 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
             if wl == "none" and (engine == "gateann_post" or engine in JSONB_ENGINES):
                 continue        # no filter: the same search as gate
             statements = query_sql(table, metric, engine, q, wl, params)
+            used = None
+            if engine in JSONB_ENGINES:
+                engine_settings(conn, engine, opt.L[0], opt.n)
+                used = index_used(conn, statements[0])
+                want = f"{table}_j_{'expr' if engine == 'gateann_expr' else 'jsonb'}"
+                if used != want:
+                    raise SystemExit(f"{shape.name}/{wl}/{engine}: the plan uses {used}, not {want}")
             for L in (opt.post_L or opt.L) if engine == "gateann_post" else opt.L:
                 engine_settings(conn, engine, L, opt.n)
                 found, ms, counters = run_queries(conn, engine, statements)
@@ -591,6 +612,8 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
                       "zero": round(float((rec[ok] == 0).mean()), 4),
                       "below_half": round(float((rec[ok] < 0.5).mean()), 4),
                       "ms": round(ms, 2), "queries": int(ok.sum())}
+                if used:
+                    pt["index"] = used
                 for nc, cs in extra.items():
                     for c in cs:
                         engine_settings(c, engine, L, opt.n)
@@ -683,6 +706,8 @@ def main():
                     "measures QPS with 2 concurrent clients (the same queries, one thread each)")
     ap.add_argument("--command", default="bench/shapes.py")
     a = ap.parse_args()
+    if {"gateann_expr", "gateann_jsonkey"} <= set(a.engines.split(",")):
+        ap.error("gateann_expr and gateann_jsonkey send the same SQL: one per run")
     opt = Options(n=a.n, nq=a.nq, nself=a.nself, L=tuple(int(v) for v in a.L.split(",")),
                   workloads=tuple(a.workloads.split(",")), engines=tuple(a.engines.split(",")),
                   post_L=tuple(int(v) for v in a.post_L.split(",") if v),
