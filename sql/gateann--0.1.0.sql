@@ -11,12 +11,20 @@ COMMENT ON ACCESS METHOD gateann IS 'GateANN graph index for filtered approximat
 
 -- distances on real[] ----------------------------------------------------
 
+-- What a call of a distance function costs the planner: by the query
+-- vector's dimensions when it is a constant (vector.c).
+CREATE FUNCTION gateann_distance_support(internal) RETURNS internal
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+
 CREATE FUNCTION gateann_l2_distance(real[], real[]) RETURNS float8
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_negative_inner_product(real[], real[]) RETURNS float8
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_cosine_distance(real[], real[]) RETURNS float8
-	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 
 CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = real[],
 	FUNCTION = gateann_l2_distance, COMMUTATOR = '<->');
@@ -41,47 +49,62 @@ CREATE OPERATOR CLASS float4_cosine_ops FOR TYPE real[] USING gateann AS
 -- some of them, an argument of another type that casts to several would be
 -- ambiguous); the scan converts the query as a cast to real[] does.
 CREATE FUNCTION gateann_l2_distance(real[], double precision[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_negative_inner_product(real[], double precision[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_cosine_distance(real[], double precision[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = double precision[], FUNCTION = gateann_l2_distance);
 CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = double precision[], FUNCTION = gateann_negative_inner_product);
 CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = double precision[], FUNCTION = gateann_cosine_distance);
 CREATE FUNCTION gateann_l2_distance(real[], numeric[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_negative_inner_product(real[], numeric[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_cosine_distance(real[], numeric[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = numeric[], FUNCTION = gateann_l2_distance);
 CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = numeric[], FUNCTION = gateann_negative_inner_product);
 CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = numeric[], FUNCTION = gateann_cosine_distance);
 CREATE FUNCTION gateann_l2_distance(real[], smallint[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_negative_inner_product(real[], smallint[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_cosine_distance(real[], smallint[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = smallint[], FUNCTION = gateann_l2_distance);
 CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = smallint[], FUNCTION = gateann_negative_inner_product);
 CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = smallint[], FUNCTION = gateann_cosine_distance);
 CREATE FUNCTION gateann_l2_distance(real[], integer[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_negative_inner_product(real[], integer[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_cosine_distance(real[], integer[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = integer[], FUNCTION = gateann_l2_distance);
 CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = integer[], FUNCTION = gateann_negative_inner_product);
 CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = integer[], FUNCTION = gateann_cosine_distance);
 CREATE FUNCTION gateann_l2_distance(real[], bigint[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_l2_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_negative_inner_product(real[], bigint[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_negative_inner_product' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE FUNCTION gateann_cosine_distance(real[], bigint[]) RETURNS float8
-	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+	AS 'MODULE_PATHNAME', 'gateann_cosine_distance' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	SUPPORT gateann_distance_support;
 CREATE OPERATOR <-> (LEFTARG = real[], RIGHTARG = bigint[], FUNCTION = gateann_l2_distance);
 CREATE OPERATOR <#> (LEFTARG = real[], RIGHTARG = bigint[], FUNCTION = gateann_negative_inner_product);
 CREATE OPERATOR <=> (LEFTARG = real[], RIGHTARG = bigint[], FUNCTION = gateann_cosine_distance);
@@ -125,7 +148,8 @@ BEGIN
 								 'smallint[]', 'integer[]', 'bigint[]']
 		LOOP
 			EXECUTE format($f$CREATE FUNCTION %1$s(double precision[], %2$s) RETURNS float8
-				AS 'MODULE_PATHNAME', %1$L LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE$f$,
+				AS 'MODULE_PATHNAME', %1$L LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+				SUPPORT gateann_distance_support$f$,
 				m.func, q);
 			EXECUTE format('CREATE OPERATOR %s (LEFTARG = double precision[], RIGHTARG = %s, FUNCTION = %s%s)',
 						   m.opr, q, m.func,

@@ -81,3 +81,44 @@ RESET effective_cache_size;
 RESET enable_seqscan;
 DROP TABLE wide;
 DROP FUNCTION pages_per_read(text);
+
+-- A distance call is priced by the query vector's dimensions
+-- (gateann_distance_support: some 1.4 ns a dimension, 280 ns at 128 and
+-- 500 ns at 384, where a function counts one cpu_operator_cost, 2.5 ns, by
+-- default).  On 1,000 rows
+-- a sequential scan and sort computes every row's distance and no longer
+-- looks cheaper than an index scan that reads about 1.2 L records (it took
+-- twice the index scan's time: bench/run.sh plans).
+CREATE TABLE small (id int, v real[]);
+INSERT INTO small SELECT i, ARRAY(SELECT rnd(i, j) FROM generate_series(1, 128) j)
+  FROM generate_series(1, 1000) i;
+CREATE INDEX small_v ON small USING gateann (v);
+ANALYZE small;
+CREATE FUNCTION scan_of(q text) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE l text;
+BEGIN
+  FOR l IN EXECUTE 'EXPLAIN (COSTS OFF) ' || q LOOP
+    IF l LIKE '%Scan%' THEN RETURN regexp_replace(l, '^[ ->]*', ''); END IF;
+  END LOOP;
+  RETURN NULL;
+END $$;
+SELECT scan_of('SELECT id FROM small ORDER BY v <-> array_fill(0.5::real, ARRAY[128]) LIMIT 10');
+-- what one row's distance costs, in cpu_operator_cost units, by the
+-- dimensions of the constant query (not a parameter's: the default 256)
+CREATE FUNCTION distance_units(op text, q text) RETURNS numeric LANGUAGE plpgsql AS $$
+DECLARE with_distance json; without json;
+BEGIN
+  EXECUTE format('EXPLAIN (FORMAT JSON) SELECT v %s %s FROM small', op, q) INTO with_distance;
+  EXECUTE 'EXPLAIN (FORMAT JSON) SELECT v FROM small' INTO without;
+  RETURN round(((with_distance->0->'Plan'->>'Total Cost')::numeric -
+                (without->0->'Plan'->>'Total Cost')::numeric) /
+               (without->0->'Plan'->>'Plan Rows')::numeric /
+               current_setting('cpu_operator_cost')::numeric, 1);
+END $$;
+SELECT distance_units('<->', 'array_fill(0.5::real, ARRAY[8])') AS l2_8,
+       distance_units('<->', 'array_fill(0.5::real, ARRAY[128])') AS l2_128,
+       distance_units('<=>', 'array_fill(0.5::float8, ARRAY[384])') AS cosine_384_float8,
+       distance_units('<#>', 'v') AS ip_two_columns;
+DROP TABLE small;
+DROP FUNCTION distance_units(text, text);
+DROP FUNCTION scan_of(text);
