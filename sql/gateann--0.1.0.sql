@@ -421,6 +421,10 @@ CREATE FUNCTION gateann_key_value_condition(key text, value jsonb) RETURNS jsonb
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 CREATE FUNCTION gateann_key_text_condition(key text, value text) RETURNS jsonpath
 	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+-- ... and "column ->> key IN (...)" / "= ANY(values)" (text[]), "column ->
+-- key IN (...)" (jsonb[]): a path matching any of the values.
+CREATE FUNCTION gateann_key_any_condition(key text, vals anyarray) RETURNS jsonpath
+	AS 'MODULE_PATHNAME' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 
 -- introspection ------------------------------------------------------------
 

@@ -214,8 +214,16 @@ SELECT pred, jb_ids(pred, true) = jb_ids(pred, false) AS same, jb_ids(pred, true
                ('meta -> ''cat'' = ''3.0'''),                  -- numbers compare as numeric
                ('meta -> ''tags'' = ''[3, "x3"]'''),
                ('meta -> ''tags'' = ''["x3", 3]'''),           -- contained, but not equal
-               ('meta -> ''nested'' = ''{"a": {"b": 2}}''')) p(pred)
+               ('meta -> ''nested'' = ''{"a": {"b": 2}}'''),
+               ('meta ->> ''lang'' IN (''de'', ''fr'')'),      -- a list: the alternatives of each
+               ('meta ->> ''cat'' = ANY(''{3,4}'')'),
+               ('meta ->> ''cat'' = ANY(ARRAY[NULL, ''3''])'),
+               ('meta ->> ''cat'' = ANY(''{}'')'),
+               ('meta -> ''lang'' IN (''"de"'', ''"xx"'')'),
+               ('meta -> ''tags'' IN (''[3, "x3"]'', ''"x"'')')) p(pred)
   ORDER BY 1;
+EXPLAIN (COSTS OFF) SELECT id FROM jb WHERE meta ->> 'lang' IN ('de', 'fr')
+  ORDER BY v <-> '{0.5,0.5,0.5,0.5,0.5,0.5,0.5,0.5}' LIMIT 10;
 -- the store rules nodes out by either side of an ||: a number's text finds
 -- the number's leaf, and few records read fail the filter
 SELECT count(*) FROM (SELECT id FROM jb WHERE meta ->> 'cat' = '3'
@@ -231,6 +239,10 @@ EXPLAIN (COSTS OFF) EXECUTE key_text('lang', 'de');
 PREPARE key_value(text, jsonb) AS SELECT id FROM jb WHERE meta -> $1 = $2
   ORDER BY v <-> '{0.3,0.6,0.2,0.7,0.5,0.4,0.6,0.3}' LIMIT 10;
 EXPLAIN (COSTS OFF) EXECUTE key_value('lang', '"de"');
+PREPARE key_any(text, text[]) AS SELECT id FROM jb WHERE meta ->> $1 = ANY($2)
+  ORDER BY v <-> '{0.3,0.6,0.2,0.7,0.5,0.4,0.6,0.3}' LIMIT 10;
+EXPLAIN (COSTS OFF) EXECUTE key_any('lang', '{de,fr}');
+CREATE TEMP TABLE ka_cat AS EXECUTE key_any('cat', '{3,4}');
 CREATE TEMP TABLE kt_lang AS EXECUTE key_text('lang', 'de');
 CREATE TEMP TABLE kt_cat AS EXECUTE key_text('cat', '3');
 CREATE TEMP TABLE kt_null AS EXECUTE key_text(NULL, 'de');
@@ -244,15 +256,24 @@ UNION ALL
 SELECT 'null key', NOT EXISTS (SELECT FROM kt_null)
 UNION ALL
 SELECT 'value tags', (SELECT string_agg(id::text, ',' ORDER BY id) FROM kv_tags) =
-  sorted(jb_ids('meta -> ''tags'' = ''[3, "x3"]''', false));
+  sorted(jb_ids('meta -> ''tags'' = ''[3, "x3"]''', false))
+UNION ALL
+SELECT 'any cat', (SELECT string_agg(id::text, ',' ORDER BY id) FROM ka_cat) =
+  sorted(jb_ids('meta ->> ''cat'' IN (''3'', ''4'')', false));
 SELECT gateann_key_text_condition('a"b', '-0.5') AS number,
        gateann_key_text_condition('k', 'false') AS boolean,
        gateann_key_text_condition('k', '{"a": 1}') AS object,
        gateann_key_value_condition('k', '[1, "x"]') AS contained,
        gateann_key_text_condition(NULL, 'x') AS no_key;
+SELECT gateann_key_any_condition('k', '{a,3,NULL}'::text[]) AS texts,
+       gateann_key_any_condition('k', '{"\"a\"",1,null}'::jsonb[]) AS values,
+       gateann_key_any_condition('k', '{"[1]","\"a\""}'::jsonb[]) AS an_array,
+       gateann_key_any_condition('k', '{}'::text[]) AS empty;
+SELECT gateann_key_any_condition('k', '{1}'::int[]);
 ROLLBACK;
 DEALLOCATE key_text;
 DEALLOCATE key_value;
+DEALLOCATE key_any;
 
 -- rows inserted after the build, and after VACUUM
 INSERT INTO jb VALUES (9001, '{0.3,0.6,0.2,0.7,0.5,0.4,0.6,0.3}', '{"cat": 11, "new": ["k"]}');

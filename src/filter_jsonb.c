@@ -30,13 +30,16 @@
 
 #include "filter.h"
 
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/jsonpath.h"
+#include "utils/lsyscache.h"
 
 /* Seeds that keep the kinds of item apart */
 #define JSONB_PATH_ROOT		0x6a736f6e	/* the path of the top level */
@@ -612,6 +615,36 @@ gateann_key_value_condition(PG_FUNCTION_ARGS)
 	return DirectFunctionCall1(jsonb_in, CStringGetDatum(buf.data));
 }
 
+/* "$."key"": the path to key, as the conditions below write it */
+static char *
+key_field(text *key)
+{
+	StringInfoData field;
+
+	initStringInfo(&field);
+	appendStringInfoString(&field, "$.");
+	print_quoted(&field, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
+	return field.data;
+}
+
+/*
+ * Append to buf the alternatives of a path that matches every value whose
+ * ->> text is `value` (gateann_key_text_condition); false, with nothing
+ * appended, when value starts as an array or an object does, whose text
+ * the path cannot match (the caller writes exists(field) instead).
+ */
+static bool
+append_text_alternatives(StringInfo buf, const char *field, const char *value)
+{
+	if (value[0] == '[' || value[0] == '{')
+		return false;
+	appendStringInfo(buf, "%s == ", field);
+	escape_json(buf, value);
+	if (is_jsonb_number_text(value) || strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
+		appendStringInfo(buf, " || %s == %s", field, value);
+	return true;
+}
+
 /*
  * gateann_key_text_condition(key text, value text) RETURNS jsonpath: what
  * planner.c tests a jsonb filter column with (@@) for "column ->> key =
@@ -622,7 +655,7 @@ gateann_key_value_condition(PG_FUNCTION_ARGS)
  *   || $."key" == value                     when value is a number's text,
  *   || $."key" == true / false              when it is a boolean's,
  * and exists($."key") when value starts as an array or object does (the
- * store cannot tell those by their text).  The store rules nodes out only
+ * store cannot tell those by their text).  The store rules nodes out
  * by the leaves of these alternatives (exists: not at all; the records
  * read are verified).  The equality stays the query's filter.  STRICT, as
  * gateann_key_value_condition.
@@ -632,26 +665,78 @@ PG_FUNCTION_INFO_V1(gateann_key_text_condition);
 Datum
 gateann_key_text_condition(PG_FUNCTION_ARGS)
 {
-	text	   *key = PG_GETARG_TEXT_PP(0);
+	char	   *field = key_field(PG_GETARG_TEXT_PP(0));
 	char	   *value = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	StringInfoData field;
 	StringInfoData buf;
 
-	initStringInfo(&field);
-	appendStringInfoString(&field, "$.");
-	print_quoted(&field, VARDATA_ANY(key), VARSIZE_ANY_EXHDR(key));
-
 	initStringInfo(&buf);
-	if (value[0] == '[' || value[0] == '{')
-		appendStringInfo(&buf, "exists(%s)", field.data);
-	else
+	if (!append_text_alternatives(&buf, field, value))
+		appendStringInfo(&buf, "exists(%s)", field);
+	return DirectFunctionCall1(jsonpath_in, CStringGetDatum(buf.data));
+}
+
+/*
+ * gateann_key_any_condition(key text, values anyarray) RETURNS jsonpath:
+ * for "column ->> key IN (...)" / "= ANY(values)" (text[]: each value's
+ * alternatives as gateann_key_text_condition writes them) and "column ->
+ * key IN (...)" (jsonb[]: $."key" == the scalar), joined by ||; NULL
+ * elements match nothing and are left out, an empty list is the path
+ * `false`; exists($."key") alone when a value is an array or object.  The
+ * store checks up to GATEANN_JSONPATH_ALTERNATIVES alternatives; with more
+ * it rules nothing out and the records read are verified.  STRICT.
+ */
+PG_FUNCTION_INFO_V1(gateann_key_any_condition);
+
+Datum
+gateann_key_any_condition(PG_FUNCTION_ARGS)
+{
+	char	   *field = key_field(PG_GETARG_TEXT_PP(0));
+	ArrayType  *values = PG_GETARG_ARRAYTYPE_P(1);
+	Oid			elemtype = ARR_ELEMTYPE(values);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			i;
+	bool		any = false;
+	StringInfoData buf;
+
+	if (elemtype != TEXTOID && elemtype != JSONBOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("gateann_key_any_condition takes text[] or jsonb[], not %s",
+						format_type_be(get_array_type(elemtype)))));
+	deconstruct_array(values, elemtype, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	initStringInfo(&buf);
+	for (i = 0; i < n; i++)
 	{
-		appendStringInfo(&buf, "%s == ", field.data);
-		escape_json(&buf, value);
-		if (is_jsonb_number_text(value))
-			appendStringInfo(&buf, " || %s == %s", field.data, value);
-		else if (strcmp(value, "true") == 0 || strcmp(value, "false") == 0)
-			appendStringInfo(&buf, " || %s == %s", field.data, value);
+		bool		scalar;
+
+		if (nulls[i])
+			continue;
+		if (any)
+			appendStringInfoString(&buf, " || ");
+		if (elemtype == TEXTOID)
+			scalar = append_text_alternatives(&buf, field, TextDatumGetCString(elems[i]));
+		else
+		{
+			Jsonb	   *j = DatumGetJsonbP(elems[i]);
+
+			scalar = JB_ROOT_IS_SCALAR(j);
+			if (scalar)
+			{
+				appendStringInfo(&buf, "%s == ", field);
+				(void) JsonbToCString(&buf, &j->root, VARSIZE(j));
+			}
+		}
+		if (!scalar)
+		{
+			resetStringInfo(&buf);
+			appendStringInfo(&buf, "exists(%s)", field);
+			return DirectFunctionCall1(jsonpath_in, CStringGetDatum(buf.data));
+		}
+		any = true;
 	}
+	if (!any)
+		appendStringInfoString(&buf, "false");
 	return DirectFunctionCall1(jsonpath_in, CStringGetDatum(buf.data));
 }

@@ -26,9 +26,10 @@
  * the planner when they are constants, else by the SQL function
  * gateann_path_match_condition when the scan starts (a generic plan).
  * Nor is one key's equality, "meta -> 'k' = value" or "meta ->> 'k' =
- * value", a condition on the column meta for the core: it becomes "meta @>
- * {k: value}" or "meta @@ path" (key_equality_index_clause), with the key
- * a parameter too, which no expression column (meta ->> 'k') can match.
+ * value" (or IN a list), a condition on the column meta for the core: it
+ * becomes "meta @> {k: value}" or "meta @@ path" (key_equality_index_clause),
+ * with the key a parameter too, which no expression column (meta ->> 'k')
+ * can match.
  *
  * After the core paths exist, every ordered gateann index path of a base
  * relation is replaced by the same path with those conditions added as
@@ -261,21 +262,27 @@ is_key_field(Node *node, bool as_text)
  * One key's equality on a jsonb column indexcol, as applications write it:
  * "column -> key = value" (jsonb; Django's meta__k = v) and "column ->> key
  * = value" (text; SQLAlchemy's .astext, Django's KeyTextTransform), either
- * side first, key and value constants or a generic plan's parameters.  The
- * index clause is "column @> gateann_key_value_condition(key, value)" or
- * "column @@ gateann_key_text_condition(key, value)" (filter_jsonb.c),
- * folded into a constant now when both are; or NULL.  It matches at least
- * the rows the equality does, and is lossy: the executor checks the
- * equality on the rows the index returns.  A key given as a parameter is
- * the reason to take the whole column: an expression column (meta ->>
- * 'k') matches only its own constant key.  A text equality under a
- * nondeterministic collation matches strings the path does not: not taken.
+ * side first, and either with "IN (...)" / "= ANY(values)"; key and value
+ * constants or a generic plan's parameters.  The index clause is "column
+ * @> gateann_key_value_condition(key, value)", "column @@
+ * gateann_key_text_condition(key, value)" or, for a list, "column @@
+ * gateann_key_any_condition(key, values)" (filter_jsonb.c), folded into a
+ * constant now when both are; or NULL.  It matches at least the rows the
+ * equality does, and is lossy: the executor checks the equality on the
+ * rows the index returns.  A key given as a parameter is the reason to
+ * take the whole column: an expression column (meta ->> 'k') matches only
+ * its own constant key.  A text equality under a nondeterministic
+ * collation matches strings the path does not: not taken.
  */
 static IndexClause *
 key_equality_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *index,
 						  int indexcol)
 {
-	OpExpr	   *eq = (OpExpr *) rinfo->clause;
+	Node	   *clause = (Node *) rinfo->clause;
+	List	   *args;
+	Oid			eqop;
+	Oid			collation;
+	bool		list;
 	OpExpr	   *field;
 	Node	   *value;
 	Node	   *key;
@@ -284,30 +291,46 @@ key_equality_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *
 	Oid			opno;
 	Expr	   *condition;
 
-	if (!IsA(eq, OpExpr) || list_length(eq->args) != 2)
+	if (IsA(clause, OpExpr))
+	{
+		args = ((OpExpr *) clause)->args;
+		eqop = ((OpExpr *) clause)->opno;
+		collation = ((OpExpr *) clause)->inputcollid;
+		list = false;
+	}
+	else if (IsA(clause, ScalarArrayOpExpr) && ((ScalarArrayOpExpr *) clause)->useOr)
+	{
+		args = ((ScalarArrayOpExpr *) clause)->args;
+		eqop = ((ScalarArrayOpExpr *) clause)->opno;
+		collation = ((ScalarArrayOpExpr *) clause)->inputcollid;
+		list = true;
+	}
+	else
 		return NULL;
-	switch (get_opcode(eq->opno))
+	if (list_length(args) != 2)
+		return NULL;
+	switch (get_opcode(eqop))
 	{
 		case F_TEXTEQ:
 			as_text = true;
-			value_type = TEXTOID;
+			value_type = list ? TEXTARRAYOID : TEXTOID;
 			break;
 		case F_JSONB_EQ:
 			as_text = false;
-			value_type = JSONBOID;
+			value_type = list ? JSONBARRAYOID : JSONBOID;
 			break;
 		default:
 			return NULL;
 	}
-	if (is_key_field(linitial(eq->args), as_text))
+	if (is_key_field(linitial(args), as_text))
 	{
-		field = linitial(eq->args);
-		value = lsecond(eq->args);
+		field = linitial(args);
+		value = lsecond(args);
 	}
-	else if (is_key_field(lsecond(eq->args), as_text))
+	else if (!list && is_key_field(lsecond(args), as_text))
 	{
-		field = lsecond(eq->args);
-		value = linitial(eq->args);
+		field = lsecond(args);
+		value = linitial(args);
 	}
 	else
 		return NULL;
@@ -316,19 +339,26 @@ key_equality_index_clause(PlannerInfo *root, RestrictInfo *rinfo, IndexOptInfo *
 		exprType(key) != TEXTOID || exprType(value) != value_type ||
 		!known_at_scan_start(key) || !known_at_scan_start(value))
 		return NULL;
-	if (as_text && OidIsValid(eq->inputcollid) &&
-		!get_collation_isdeterministic(eq->inputcollid))
+	if (as_text && OidIsValid(collation) && !get_collation_isdeterministic(collation))
 		return NULL;
-	opno = get_opfamily_member(index->opfamily[indexcol], JSONBOID,
-							   as_text ? JSONPATHOID : JSONBOID,
-							   as_text ? STRAT_PATH_MATCH : STRAT_CONTAINS);
-	if (!OidIsValid(opno))
-		return NULL;
-	condition = extension_call(index, indexcol,
-							   as_text ? "gateann_key_text_condition" : "gateann_key_value_condition",
-							   as_text ? JSONPATHOID : JSONBOID,
-							   TEXTOID, (Expr *) key, value_type, (Expr *) value);
-	if (condition == NULL)
+	if (list || as_text)
+	{
+		opno = get_opfamily_member(index->opfamily[indexcol], JSONBOID, JSONPATHOID,
+								   STRAT_PATH_MATCH);
+		condition = list ?
+			extension_call(index, indexcol, "gateann_key_any_condition", JSONPATHOID,
+						   TEXTOID, (Expr *) key, ANYARRAYOID, (Expr *) value) :
+			extension_call(index, indexcol, "gateann_key_text_condition", JSONPATHOID,
+						   TEXTOID, (Expr *) key, TEXTOID, (Expr *) value);
+	}
+	else
+	{
+		opno = get_opfamily_member(index->opfamily[indexcol], JSONBOID, JSONBOID,
+								   STRAT_CONTAINS);
+		condition = extension_call(index, indexcol, "gateann_key_value_condition", JSONBOID,
+								   TEXTOID, (Expr *) key, JSONBOID, (Expr *) value);
+	}
+	if (!OidIsValid(opno) || condition == NULL)
 		return NULL;
 	condition = (Expr *) eval_const_expressions(root, (Node *) condition);
 	return lossy_index_clause(root, rinfo, indexcol, opno, (Expr *) linitial(field->args),
@@ -449,7 +479,7 @@ clauses_with_missing(PlannerInfo *root, RelOptInfo *rel, IndexOptInfo *index, Li
 
 			if (!iclause && !saop)
 				iclause = path_match_index_clause(root, rinfo, index, col);
-			if (!iclause && !saop)
+			if (!iclause)
 				iclause = key_equality_index_clause(root, rinfo, index, col);
 			missing = iclause != NULL;
 

@@ -166,12 +166,15 @@ class SQLAlchemyTest(unittest.TestCase):
 
     def test_jsonb_key(self):
         """JSONB key equality on the jsonb column itself: Doc.meta['lang'].astext == l renders
-        meta ->> %(key)s = %(value)s; the index takes the jsonb column's condition, lossy: the
-        equality stays a Filter.  (Doc.meta['lang'] alone renders jsonb subscripting, meta[$1],
+        meta ->> %(key)s = %(value)s, .in_([...]) meta ->> %(key)s IN (...); the index takes the
+        jsonb column's condition, lossy: the equality stays a Filter.  (Doc.meta['lang'] alone renders jsonb subscripting, meta[$1],
         which also indexes arrays by position: not pushed)"""
         d = common.data()
         self.run_form("meta['lang'].astext ==",
                       lambda i: select(Doc.id).where(Doc.meta["lang"].astext == d.q_lang[i])
+                      .order_by(l2(d.query_list(i))).limit(10), [], rechecked=["meta"])
+        self.run_form("meta['lang'].astext.in_([...])",
+                      lambda i: select(Doc.id).where(Doc.meta["lang"].astext.in_([d.q_lang[i], "it"]))
                       .order_by(l2(d.query_list(i))).limit(10), [], rechecked=["meta"])
 
     def test_jsonb_key_generic_plan(self):
