@@ -55,7 +55,7 @@
  * memory like a tunneled one, pools those that may match, and reads only
  * the best of the pool by PQ distance in batches (read_phase_begin), and
  * walks on from the whole neighbor lists of what it read (memory_walk_feed); see
- * src/README, "Search and streaming".
+ * doc/how-it-works.md, "Search and streaming".
  *
  * Records are read straight from the index's files.  The file may lag shared
  * buffers for pages writers changed: each node block has a mark in the store
