@@ -95,18 +95,6 @@ def run_facts(conn, kind: str, command: str) -> dict:
             "server_version": conn.execute("SHOW server_version").fetchone()[0]}
 
 
-def run_per_shape(res: dict, run_shape, summary_md, out: Path, t_start: float) -> None:
-    """run_shape(name) for each of res["settings"]["shapes"], results.json and
-    summary.md rewritten after each (a run cut short keeps what it measured)."""
-    for name in res["settings"]["shapes"]:
-        run_shape(name)
-        res["seconds"] = round(time.monotonic() - t_start, 1)
-        write_json(out / "results.json", res)
-        (out / "summary.md").write_text(summary_md(res))
-    print(summary_md(res))
-    log(f"done in {res['seconds']:.0f} s: {out / 'summary.md'}")
-
-
 def write_json(path: Path, obj) -> None:
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(obj, indent=2, default=str))

@@ -28,15 +28,11 @@ Writes results.json ("kind": "memgraph_sim") and summary.md into --out.
 """
 from __future__ import annotations
 
-import argparse
-import time
-from pathlib import Path
-
 import numpy as np
 
 import shapes
 import scaleout_sim
-from common import connect, log, run_facts, run_per_shape
+from common import log
 
 SEEDS = 4        # gateann's scan: SCAN_ENTRY_SEEDS entry points (and the medoid)
 MEM_L = 32       # MemGraph's search list
@@ -62,15 +58,8 @@ def sample_graph(conn, rows: np.ndarray, base: str, opclass: str,
 
 
 def run_shape(conn, name: str, a, res: dict) -> None:
-    shape = shapes.SHAPES[name]
-    metric = shape.metrics[0]
+    shape, metric, x, q, gt = scaleout_sim.shape_rows(name, a.n, a.queries)
     opclass = shapes.OPS[metric][1]
-    data = shapes.generate(shape, a.n, a.queries)
-    x, q = data["vectors"], data["queries"]
-    if metric == "cosine":
-        x, q = shapes._normalize(x), shapes._normalize(q)
-    x, q = x.astype(np.float32), q.astype(np.float32)
-    gt = shapes.ground_truth(x, q, None)
     base = f"mg_{name}"
     log(f"{name}: loading {a.n} x {shape.dim}")
     shapes.load_table(conn, base, x, {}, False)
@@ -119,28 +108,16 @@ def summary_md(res: dict) -> str:
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", required=True)
-    ap.add_argument("--command", default="bench/memgraph_sim.py")
-    ap.add_argument("--shapes", default="current_128,sentences_384")
-    ap.add_argument("--n", type=int, default=100_000)
-    ap.add_argument("--queries", type=int, default=200)
+    ap = scaleout_sim.simulation_parser(__doc__, "bench/memgraph_sim.py",
+                                        "current_128,sentences_384")
     ap.add_argument("--L", default="20,40,100")
     ap.add_argument("--samples", default="0.0025,0.01")
     a = ap.parse_args()
     a.L = [int(v) for v in a.L.split(",")]
     a.samples = [float(v) for v in a.samples.split(",")]
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
-    t_start = time.monotonic()
-    conn = connect()
-    conn.execute("CREATE EXTENSION IF NOT EXISTS gateann")
-    res = {**run_facts(conn, "memgraph_sim", a.command),
-           "settings": {"shapes": a.shapes.split(","), "n": a.n, "queries": a.queries,
-                        "L": a.L, "samples": a.samples, "seeds": SEEDS, "mem_L": MEM_L},
-           "shapes": []}
-    run_per_shape(res, lambda name: run_shape(conn, name, a, res), summary_md, out, t_start)
+    scaleout_sim.run_simulation("memgraph_sim", a,
+                                {"L": a.L, "samples": a.samples, "seeds": SEEDS, "mem_L": MEM_L},
+                                run_shape, summary_md)
 
 
 if __name__ == "__main__":

@@ -53,7 +53,7 @@ from pathlib import Path
 import numpy as np
 
 import shapes
-from common import connect, log, run_facts, run_per_shape
+from common import connect, log, run_facts, write_json
 
 K = shapes.K
 
@@ -217,16 +217,23 @@ def model_qps(arm: dict, n: int, costs: dict, handoff_free: bool = False) -> flo
     return round(n * 1000.0 / (legs * a + arm["reads"] * b), 0)
 
 
-def run_shape(conn, name: str, a, res: dict) -> None:
+def shape_rows(name: str, n: int, queries: int):
+    """A shape of bench/shapes.py for a simulation: the shape, its first
+    metric, its rows and queries (single precision, unit length for cosine)
+    and their ground truth."""
     shape = shapes.SHAPES[name]
     metric = shape.metrics[0]
-    op, opclass = shapes.OPS[metric][0], shapes.OPS[metric][1]
-    data = shapes.generate(shape, a.n, a.queries)
+    data = shapes.generate(shape, n, queries)
     x, q = data["vectors"], data["queries"]
     if metric == "cosine":
         x, q = shapes._normalize(x), shapes._normalize(q)
     x, q = x.astype(np.float32), q.astype(np.float32)
-    gt = shapes.ground_truth(x, q, None)
+    return shape, metric, x, q, shapes.ground_truth(x, q, None)
+
+
+def run_shape(conn, name: str, a, res: dict) -> None:
+    shape, metric, x, q, gt = shape_rows(name, a.n, a.queries)
+    op, opclass = shapes.OPS[metric][0], shapes.OPS[metric][1]
     servers = [int(v) for v in a.servers.split(",") if v]
     ids = np.arange(1, a.n + 1)
     kmeans = {n: kmeans_labels(x, n, 20261129 + n) for n in servers}
@@ -307,26 +314,46 @@ def summary_md(res: dict) -> str:
     return "\n".join(lines)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__,
+def simulation_parser(doc: str, script: str, shapes_default: str) -> argparse.ArgumentParser:
+    """The arguments every simulation takes (and run.sh passes: --out,
+    --command); the caller adds its own."""
+    ap = argparse.ArgumentParser(description=doc,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--command", default="bench/scaleout_sim.py")
-    ap.add_argument("--shapes", default="sentences_384,current_128")
+    ap.add_argument("--command", default=script)
+    ap.add_argument("--shapes", default=shapes_default)
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
-    ap.add_argument("--servers", default="2,4,8,16")
-    ap.add_argument("--L", type=int, default=100)
-    a = ap.parse_args()
+    return ap
+
+
+def run_simulation(kind: str, a, settings: dict, run_shape, summary_md) -> None:
+    """run_shape(conn, name, a, res) for each shape of a.shapes, results.json
+    and summary.md in a.out rewritten after each (a run cut short keeps what
+    it measured)."""
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.monotonic()
     conn = connect()
     conn.execute("CREATE EXTENSION IF NOT EXISTS gateann")
-    res = {**run_facts(conn, "scaleout_sim", a.command),
+    res = {**run_facts(conn, kind, a.command),
            "settings": {"shapes": a.shapes.split(","), "n": a.n, "queries": a.queries,
-                        "servers": a.servers, "L": a.L}, "shapes": []}
-    run_per_shape(res, lambda name: run_shape(conn, name, a, res), summary_md, out, t_start)
+                        **settings}, "shapes": []}
+    for name in res["settings"]["shapes"]:
+        run_shape(conn, name, a, res)
+        res["seconds"] = round(time.monotonic() - t_start, 1)
+        write_json(out / "results.json", res)
+        (out / "summary.md").write_text(summary_md(res))
+    print(summary_md(res))
+    log(f"done in {res['seconds']:.0f} s: {out / 'summary.md'}")
+
+
+def main():
+    ap = simulation_parser(__doc__, "bench/scaleout_sim.py", "sentences_384,current_128")
+    ap.add_argument("--servers", default="2,4,8,16")
+    ap.add_argument("--L", type=int, default=100)
+    a = ap.parse_args()
+    run_simulation("scaleout_sim", a, {"servers": a.servers, "L": a.L}, run_shape, summary_md)
 
 
 if __name__ == "__main__":
