@@ -45,6 +45,23 @@ SELECT count(*) FILTER (WHERE d = 0) AS zero_distance, count(*) AS n
   FROM (SELECT v <-> '{5,5,5,5}' AS d FROM dup ORDER BY v <-> '{5,5,5,5}' LIMIT 45) s;
 DROP TABLE dup;
 
+-- copies of many vectors: 150 vectors, each stored 12 times; the build
+-- links a later copy through the first (graph.c, visit_copy), and a query
+-- for each vector still finds all 12 of its copies
+CREATE TABLE copies (id int, k int, v real[]);
+INSERT INTO copies
+  SELECT i, i % 150,
+         ARRAY(SELECT sin((i % 150) * 7.1 + j * 1.3)::real FROM generate_series(1, 16) j)
+  FROM generate_series(1, 1800) i;
+CREATE INDEX copies_idx ON copies USING gateann (v);
+SELECT count(*) AS vectors, count(*) FILTER (WHERE found < 12) AS missing_a_copy
+  FROM (SELECT t.k, (SELECT count(*) FROM
+                       (SELECT c.k FROM copies c ORDER BY c.v <-> t.v LIMIT 12) s
+                     WHERE s.k = t.k) AS found
+          FROM (SELECT DISTINCT ON (k) k, v FROM copies ORDER BY k) t) f;
+SELECT * FROM gateann_verify('copies_idx');
+DROP TABLE copies;
+
 -- all vectors identical
 CREATE TABLE same (id int, v real[]);
 INSERT INTO same SELECT i, '{1,1,1}' FROM generate_series(1, 120) i;

@@ -28,6 +28,14 @@ typedef struct GateannGraph
 	uint32	   *adj;			/* n * capacity */
 	uint16	   *degree;			/* n */
 	uint32	   *order;			/* n: the visiting order of both passes */
+
+	/*
+	 * Per node, the node holding the same vector that comes first in the
+	 * visiting order (the node itself when it is the first): a later copy's
+	 * visit takes that node's list instead of searching (see
+	 * gateann_graph_visit).  Set by gateann_graph_init when not NULL.
+	 */
+	uint32	   *twin;			/* n, or NULL: every visit searches */
 	int			r_max;			/* each list's first r_max: the tunneling prefix */
 	slock_t    *locks;			/* n, or NULL when one process builds */
 
@@ -58,14 +66,14 @@ typedef struct GateannGraphScratch GateannGraphScratch;
 /* Neighbor slots per node while building: R plus slack. */
 extern int	gateann_graph_capacity(int R);
 
-/* Bytes of the shared arrays (adj, degree, order) for n nodes. */
+/* Bytes of the arrays (adj, degree, order, twin) for n nodes. */
 extern Size gateann_graph_array_bytes(uint32 n, int R);
 
 /*
- * Set up a graph whose adj, degree, order (and locks, if parallel) point at
- * allocated memory: empty lists, a deterministic random visiting order, the
- * medoid as first entry point, followed by the nentries given ones (node
- * ids, invalid ones and the medoid skipped).
+ * Set up a graph whose adj, degree, order (twin and locks, if not NULL)
+ * point at allocated memory: empty lists, a deterministic random visiting
+ * order, each node's twin, the medoid as first entry point, followed by the
+ * nentries given ones (node ids, invalid ones and the medoid skipped).
  */
 extern void gateann_graph_init(GateannGraph *graph, const uint32 *entries, int nentries);
 
@@ -79,7 +87,11 @@ extern void gateann_graph_quantize(GateannGraph *graph, uint8 *codes, float *low
 /* Per-process search scratch (palloc'd in the current context). */
 extern GateannGraphScratch *gateann_graph_scratch_create(const GateannGraph *graph, int L);
 
-/* One Vamana step for node p: search, robust prune, reverse edges. */
+/*
+ * One Vamana step for node p: search, robust prune, reverse edges.  A copy
+ * of a vector visited before (graph->twin) takes that node and its list as
+ * its own list instead, and that node an edge to it.
+ */
 extern void gateann_graph_visit(GateannGraph *graph, GateannGraphScratch *scratch,
 								uint32 p, int L, float alpha);
 

@@ -58,6 +58,7 @@ typedef struct GraphShared
 	Size		adj_off;
 	Size		degree_off;
 	Size		order_off;
+	Size		twin_off;
 	Size		locks_off;
 	Size		total_size;
 } GraphShared;
@@ -115,6 +116,8 @@ layout_shared(GraphShared *sh, const GateannGraph *g)
 	off += BUFFERALIGN((Size) g->n * sizeof(uint16));
 	sh->order_off = off;
 	off += BUFFERALIGN((Size) g->n * sizeof(uint32));
+	sh->twin_off = off;
+	off += BUFFERALIGN((Size) g->n * sizeof(uint32));
 	sh->locks_off = off;
 	off += BUFFERALIGN((Size) g->n * sizeof(slock_t));
 	sh->total_size = off;
@@ -147,6 +150,7 @@ attach_graph(GraphShared *sh, GateannGraph *g)
 	g->adj = (uint32 *) (base + sh->adj_off);
 	g->degree = (uint16 *) (base + sh->degree_off);
 	g->order = (uint32 *) (base + sh->order_off);
+	g->twin = (uint32 *) (base + sh->twin_off);
 	g->locks = (slock_t *) (base + sh->locks_off);
 	g->medoid = sh->medoid;
 	g->nentries = sh->nentries;
