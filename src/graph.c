@@ -815,28 +815,24 @@ find_twins(GateannGraph *g)
 {
 	uint32	   *sorted = g->adj;
 	Size		bytes = sizeof(float) * g->dims;
-	uint32		i,
-				run;
+	uint32		first = InvalidNodeId;
+	uint32		i;
 
 	for (i = 0; i < g->n; i++)
 		sorted[i] = i;
 	qsort_arg(sorted, g->n, sizeof(uint32), cmp_vector_position, g);
-	for (i = 0; i < g->n; i = run)
+	for (i = 0; i < g->n; i++)
 	{
-		uint32		first = g->order[sorted[i]];
-		const float *v = g->vectors + (Size) first * g->dims;
+		uint32		p = g->order[sorted[i]];
 
-		g->twin[first] = first;
-		for (run = i + 1; run < g->n; run++)
-		{
-			uint32		p = g->order[sorted[run]];
-
-			if (memcmp(g->vectors + (Size) p * g->dims, v, bytes) != 0)
-				break;
-			g->twin[p] = first;
-		}
 		if ((i & 4095) == 0)
 			CHECK_FOR_INTERRUPTS();
+		/* a run of equal vectors starts with the first visited */
+		if (first == InvalidNodeId ||
+			memcmp(g->vectors + (Size) p * g->dims,
+				   g->vectors + (Size) first * g->dims, bytes) != 0)
+			first = p;
+		g->twin[p] = first;
 	}
 }
 
