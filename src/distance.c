@@ -360,6 +360,115 @@ DEFINE_L2SQ_SQ8(l2sq_sq8_avx2, AVX2_TARGET static, vec8f, 8, sum8, widen8_avx2)
 DEFINE_L2SQ_SQ8(l2sq_sq8_avx512, AVX512_TARGET static, vec16f, 16, sum16, widen16_avx512)
 #endif
 
+/*
+ * The SQL operators' sums (distance.h, "in double"): sixteen partial sums,
+ * the p-th adding the terms i = p (mod 16) of the first dims - dims % 16 in
+ * order, then a fixed tree over the sixteen, then the last dims % 16 terms
+ * in order.  Each variant holds the sixteen in vectors of the width its
+ * registers take, so every variant adds the same numbers in the same order:
+ * a product of two floats is exact in double, so the dot products and norms
+ * come out bit for bit alike on every CPU; a square of a difference may be
+ * fused into its add where the CPU has fused multiply-adds (the last bit of
+ * an L2 sum).
+ */
+typedef double vec8d __attribute__((vector_size(64)));
+typedef double vec4d __attribute__((vector_size(32)));
+typedef double vec2d __attribute__((vector_size(16)));
+typedef float vec2f __attribute__((vector_size(8)));
+
+#define DOUBLE_PARTS 16
+
+/* over the vectors of a pass, unrolled: the partial sums stay in registers */
+#define FOR_EACH_PART(j, lanes) \
+	_Pragma("GCC unroll 16") \
+	for (j = 0; j < DOUBLE_PARTS / (lanes); j++)
+
+/* lanes floats at p as doubles */
+#define WIDEN_DOUBLE(ftype, dtype, p) \
+	__builtin_convertvector(LOADV(ftype, (p)), dtype)
+
+/* The sum of the sixteen partial sums held in vectors (of doubles) at v */
+static inline double
+sum_parts(const void *v, double *part)
+{
+	int			w,
+				p;
+
+	memcpy(part, v, sizeof(double) * DOUBLE_PARTS);
+	for (w = DOUBLE_PARTS / 2; w >= 1; w /= 2)
+		for (p = 0; p < w; p++)
+			part[p] += part[p + w];
+	return part[0];
+}
+
+/*
+ * name(a, b, dims): sum(term(a[i], b[i])) (L2SQ_TERM, DOT_TERM);
+ * cosine_name(a, b, dims, sums): sums = {a.b, a.a, b.b}
+ */
+#define DEFINE_DOUBLE_SUM(name, attrs, ftype, dtype, lanes, term) \
+attrs double \
+name(const float *a, const float *b, int dims) \
+{ \
+	dtype		s[DOUBLE_PARTS / (lanes)] = {{0}}; \
+	double		part[DOUBLE_PARTS]; \
+	double		sum; \
+	int			i = 0, \
+				j; \
+ \
+	for (; i + DOUBLE_PARTS <= dims; i += DOUBLE_PARTS) \
+		FOR_EACH_PART(j, lanes) \
+			s[j] += term(WIDEN_DOUBLE(ftype, dtype, a + i + j * (lanes)), \
+						 WIDEN_DOUBLE(ftype, dtype, b + i + j * (lanes))); \
+	sum = i > 0 ? sum_parts(s, part) : 0.0; \
+	for (; i < dims; i++) \
+		sum += term((double) a[i], (double) b[i]); \
+	return sum; \
+}
+
+#define DEFINE_COSINE_SUMS(cosine_name, attrs, ftype, dtype, lanes) \
+attrs void \
+cosine_name(const float *a, const float *b, int dims, double *sums) \
+{ \
+	dtype		sab[DOUBLE_PARTS / (lanes)] = {{0}}, \
+				saa[DOUBLE_PARTS / (lanes)] = {{0}}, \
+				sbb[DOUBLE_PARTS / (lanes)] = {{0}}; \
+	double		part[DOUBLE_PARTS]; \
+	int			i = 0, \
+				j; \
+ \
+	for (; i + DOUBLE_PARTS <= dims; i += DOUBLE_PARTS) \
+		FOR_EACH_PART(j, lanes) \
+		{ \
+			dtype		x = WIDEN_DOUBLE(ftype, dtype, a + i + j * (lanes)), \
+						y = WIDEN_DOUBLE(ftype, dtype, b + i + j * (lanes)); \
+ \
+			sab[j] += x * y; \
+			saa[j] += x * x; \
+			sbb[j] += y * y; \
+		} \
+	sums[0] = i > 0 ? sum_parts(sab, part) : 0.0; \
+	sums[1] = i > 0 ? sum_parts(saa, part) : 0.0; \
+	sums[2] = i > 0 ? sum_parts(sbb, part) : 0.0; \
+	for (; i < dims; i++) \
+	{ \
+		sums[0] += (double) a[i] * (double) b[i]; \
+		sums[1] += (double) a[i] * (double) a[i]; \
+		sums[2] += (double) b[i] * (double) b[i]; \
+	} \
+}
+
+DEFINE_DOUBLE_SUM(gateann_l2sq_double_scalar, , vec2f, vec2d, 2, L2SQ_TERM)
+DEFINE_DOUBLE_SUM(gateann_dot_double_scalar, , vec2f, vec2d, 2, DOT_TERM)
+DEFINE_COSINE_SUMS(gateann_cosine_sums_scalar, , vec2f, vec2d, 2)
+#ifdef GATEANN_X86
+DEFINE_DOUBLE_SUM(l2sq_double_avx2, AVX2_TARGET static, vec4f, vec4d, 4, L2SQ_TERM)
+DEFINE_DOUBLE_SUM(dot_double_avx2, AVX2_TARGET static, vec4f, vec4d, 4, DOT_TERM)
+DEFINE_COSINE_SUMS(cosine_sums_avx2, AVX2_TARGET static, vec4f, vec4d, 4)
+DEFINE_DOUBLE_SUM(l2sq_double_avx512, AVX512_TARGET static, vec8f, vec8d, 8, L2SQ_TERM)
+DEFINE_DOUBLE_SUM(dot_double_avx512, AVX512_TARGET static, vec8f, vec8d, 8, DOT_TERM)
+DEFINE_COSINE_SUMS(cosine_sums_avx512, AVX512_TARGET static, vec8f, vec8d, 8)
+#endif
+
 #ifdef GATEANN_X86
 
 /* ----------------------------------------------------------------
@@ -939,6 +1048,12 @@ void		(*gateann_pq_ip_table) (const float *centroids, const float *x, int w,
 									float *out) = gateann_pq_ip_table_scalar;
 float		(*gateann_l2sq_sq8) (const float *qt, const uint8_t *code, const float *step,
 								 int dims) = gateann_l2sq_sq8_scalar;
+double		(*gateann_l2sq_double) (const float *a, const float *b, int dims) =
+gateann_l2sq_double_scalar;
+double		(*gateann_dot_double) (const float *a, const float *b, int dims) =
+gateann_dot_double_scalar;
+void		(*gateann_cosine_sums) (const float *a, const float *b, int dims, double *sums) =
+gateann_cosine_sums_scalar;
 
 static const char *gateann_impl_name = "scalar";
 
@@ -954,6 +1069,9 @@ gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
 		out->pq_l2_table = gateann_pq_l2_table_scalar;
 		out->pq_ip_table = gateann_pq_ip_table_scalar;
 		out->l2sq_sq8 = gateann_l2sq_sq8_scalar;
+		out->l2sq_double = gateann_l2sq_double_scalar;
+		out->dot_double = gateann_dot_double_scalar;
+		out->cosine_sums = gateann_cosine_sums_scalar;
 		return 1;
 	}
 #ifdef GATEANN_X86
@@ -968,6 +1086,9 @@ gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
 		out->pq_l2_table = pq_l2_table_avx512;
 		out->pq_ip_table = pq_ip_table_avx512;
 		out->l2sq_sq8 = l2sq_sq8_avx512;
+		out->l2sq_double = l2sq_double_avx512;
+		out->dot_double = dot_double_avx512;
+		out->cosine_sums = cosine_sums_avx512;
 		return 1;
 	}
 	if (strcmp(impl, "avx2") == 0 &&
@@ -980,6 +1101,9 @@ gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
 		out->pq_l2_table = pq_l2_table_avx2;
 		out->pq_ip_table = pq_ip_table_avx2;
 		out->l2sq_sq8 = l2sq_sq8_avx2;
+		out->l2sq_double = l2sq_double_avx2;
+		out->dot_double = dot_double_avx2;
+		out->cosine_sums = cosine_sums_avx2;
 		return 1;
 	}
 	/* benchmark-only variant: ADC with 16-lane AVX-512 gathers */
@@ -1016,6 +1140,9 @@ gateann_distance_init(void)
 	gateann_pq_l2_table = k.pq_l2_table;
 	gateann_pq_ip_table = k.pq_ip_table;
 	gateann_l2sq_sq8 = k.l2sq_sq8;
+	gateann_l2sq_double = k.l2sq_double;
+	gateann_dot_double = k.dot_double;
+	gateann_cosine_sums = k.cosine_sums;
 	gateann_impl_name = impl;
 }
 

@@ -53,6 +53,18 @@ extern float (*gateann_l2sq_sq8) (const float *qt, const uint8_t *code,
 								  const float *step, int dims);
 
 /*
+ * The SQL distance operators' sums, accumulated in double (vector.c):
+ * sum((a[i] - b[i])^2), sum(a[i] * b[i]), and for cosine
+ * sums = {a.b, a.a, b.b}.  Every implementation adds the same terms in the
+ * same order (distance.c), so they agree to the bit but for fused
+ * multiply-adds in the L2 sum.
+ */
+extern double (*gateann_l2sq_double) (const float *a, const float *b, int dims);
+extern double (*gateann_dot_double) (const float *a, const float *b, int dims);
+extern void (*gateann_cosine_sums) (const float *a, const float *b, int dims,
+									double *sums);
+
+/*
  * Pick the best implementation for the running CPU.  Idempotent; must be
  * called before the function pointers above are used (they start out pointing
  * at the scalar versions, so calling them early is safe, just slower).
@@ -76,6 +88,10 @@ extern void gateann_pq_l2_table_scalar(const float *centroids, const float *x, i
 									   float *out);
 extern void gateann_pq_ip_table_scalar(const float *centroids, const float *x, int w,
 									   float *out);
+extern double gateann_l2sq_double_scalar(const float *a, const float *b, int dims);
+extern double gateann_dot_double_scalar(const float *a, const float *b, int dims);
+extern void gateann_cosine_sums_scalar(const float *a, const float *b, int dims,
+									   double *sums);
 
 /*
  * The full kernel set of one implementation, for tests and benchmarks that
@@ -94,6 +110,9 @@ typedef struct GateannDistanceKernels
 								float *out);
 	float		(*l2sq_sq8) (const float *qt, const uint8_t *code, const float *step,
 							 int dims);
+	double		(*l2sq_double) (const float *a, const float *b, int dims);
+	double		(*dot_double) (const float *a, const float *b, int dims);
+	void		(*cosine_sums) (const float *a, const float *b, int dims, double *sums);
 } GateannDistanceKernels;
 
 /*

@@ -162,6 +162,67 @@ test_vec_kernel(const GateannDistanceKernels *k, int is_dot)
 	free(b);
 }
 
+/*
+ * The SQL operators' double sums: within a few double ulps per term of a
+ * long-double sequential sum, at dimensions around the 16-term body's
+ * edges and unaligned; dot products and norms equal to the scalar
+ * variant's bit for bit (distance.h); a zero vector's norm exactly 0.
+ */
+static void
+test_double_sums(const GateannDistanceKernels *k)
+{
+	TestRng		r = {777};
+	GateannDistanceKernels sc;
+	float	   *a = malloc(sizeof(float) * 2001);
+	float	   *b = malloc(sizeof(float) * 2001);
+	int			dims,
+				off,
+				i;
+
+	gateann_distance_kernels("scalar", &sc);
+	for (off = 0; off < 2; off++)
+		for (dims = 0; dims <= 2000; dims += (dims < 70 ? 1 : 97))
+		{
+			long double l2 = 0,
+						ab = 0,
+						aa = 0,
+						bb = 0;
+			double		sums[3],
+						scs[3],
+						tol = 1e-14 * (dims + 1);
+
+			trng_fill(&r, a, dims + 1, 5.0f);
+			trng_fill(&r, b, dims + 1, 5.0f);
+			for (i = off; i < off + dims; i++)
+			{
+				long double d = (long double) a[i] - b[i];
+
+				l2 += d * d;
+				ab += (long double) a[i] * b[i];
+				aa += (long double) a[i] * a[i];
+				bb += (long double) b[i] * b[i];
+			}
+			CHECK(fabs(k->l2sq_double(a + off, b + off, dims) - (double) l2) <= tol * (double) l2 + 1e-300,
+				  "dims %d: l2 %.17g ref %.17Lg", dims, k->l2sq_double(a + off, b + off, dims), l2);
+			CHECK(fabs(k->dot_double(a + off, b + off, dims) - (double) ab) <= tol * sqrt((double) (aa * bb)) + 1e-300,
+				  "dims %d: dot %.17g ref %.17Lg", dims, k->dot_double(a + off, b + off, dims), ab);
+			k->cosine_sums(a + off, b + off, dims, sums);
+			sc.cosine_sums(a + off, b + off, dims, scs);
+			CHECK(sums[0] == scs[0] && sums[1] == scs[1] && sums[2] == scs[2],
+				  "dims %d: cosine sums differ from the scalar variant's", dims);
+			CHECK(k->dot_double(a + off, b + off, dims) == sc.dot_double(a + off, b + off, dims),
+				  "dims %d: dot differs from the scalar variant's", dims);
+			CHECK(sums[0] == k->dot_double(a + off, b + off, dims),
+				  "dims %d: cosine's dot is not the dot", dims);
+			CHECK(fabs(sums[1] - (double) aa) <= tol * (double) aa + 1e-300, "dims %d: |a|^2", dims);
+			memset(b, 0, sizeof(float) * (dims + 1));
+			k->cosine_sums(a + off, b + off, dims, sums);
+			CHECK(sums[2] == 0.0 && sums[0] == 0.0, "dims %d: a zero vector", dims);
+		}
+	free(a);
+	free(b);
+}
+
 static void
 test_adc(const GateannDistanceKernels *k)
 {
@@ -319,6 +380,8 @@ run_distance_tests(void)
 		RUN_CASE(name, test_vec_kernel(&k, 1));
 		snprintf(name, sizeof(name), "%s l2sq_sq8 vs reference, dims 1..1000", impls[i]);
 		RUN_CASE(name, test_sq8_kernel(&k));
+		snprintf(name, sizeof(name), "%s double sums vs reference, dims 0..2000", impls[i]);
+		RUN_CASE(name, test_double_sums(&k));
 		snprintf(name, sizeof(name), "%s pq_adc vs reference, m 1..1024", impls[i]);
 		RUN_CASE(name, test_adc(&k));
 		snprintf(name, sizeof(name), "%s pq_nearest / l2_table / ip_table", impls[i]);
