@@ -195,7 +195,8 @@ def _summarize_writes(rj):
         pv = rj["pgvector"]
         out["pgvector"] = {"build_seconds": pv.get("build_seconds"),
                            "insert_c1": pv.get("insert_c1", {}).get("rows_per_second"),
-                           "insert_c2": pv.get("insert_c2", {}).get("rows_per_second")}
+                           "insert_c2": pv.get("insert_c2", {}).get("rows_per_second"),
+                           "vacuum_seconds": pv.get("vacuum_seconds")}
     return out
 
 
@@ -1001,7 +1002,9 @@ def t_writes(runs):
                      fms(g("build", "seconds")) + (f" ({fms(pv['build_seconds'])})" if pv else ""),
                      f"{fint(g('insert_c1', 'rows_per_second'))} / {fint(g('insert_c2', 'rows_per_second'))}"
                      + (f" ({fint(pv['insert_c1'])} / {fint(pv['insert_c2'])})" if pv else ""),
-                     f"{fms(g('vacuum', 'seconds'))} ({fint(g('vacuum', 'free_slots'))} slots freed)",
+                     f"{fms(g('vacuum', 'seconds'))}"
+                     + (f" ({fms(pv['vacuum_seconds'])})" if pv and pv.get("vacuum_seconds") else "")
+                     + f"; {fint(g('vacuum', 'free_slots'))} slots freed",
                      f"{fint(g('reinsert_c2', 'rows_per_second'))} ({fint(g('after_reinsert', 'free_slots'))} left)",
                      f"{mib(g('build', 'index_bytes'))} → {mib(g('after_inserts', 'index_bytes'))} → "
                      f"{mib(g('after_reinsert', 'index_bytes'))}",
@@ -1011,7 +1014,7 @@ def t_writes(runs):
     if not rows:
         return not_measured("`bench/run.sh writes`")
     return (table(["data", "build s (pgvector HNSW)", "insert rows/s: 1 / 2 clients (pgvector HNSW)",
-                   "delete 20 % + VACUUM s",
+                   "delete 20 % + VACUUM s (pgvector HNSW)",
                    "re-insert rows/s, 2 clients (free slots)", "index MiB: built → +inserts → re-inserted",
                    "fresh build s / REINDEX s"] + rec_head + ["run"], rows)
             + ["", "Recall cells: after the churn / a fresh build (difference); after "

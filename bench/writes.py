@@ -15,7 +15,8 @@ On a generated dataset of n rows (bench/gen.py, loaded once):
   6. recall of the churned index again, and after a REINDEX;
   7. when the server has pgvector: the same base rows in a vector column with
      an HNSW index (m 16, ef_construction 64), the same rows inserted with 1
-     and then 2 clients: pgvector's rows/s beside gateann's (step 2).
+     and then 2 clients: pgvector's rows/s beside gateann's (step 2); then the
+     same rows deleted and VACUUM timed (step 3).
 Index size and node/deleted/free counts are recorded after every step.
 Writes summary.md and results.json into --out.
 """
@@ -127,6 +128,11 @@ def pgvector_inserts(conn, a, spec, base: int, one: int, two: int) -> dict:
     log(f"  pgvector 1 client: {out['insert_c1']['rows_per_second']} rows/s")
     out["insert_c2"] = run_pgbench(a.pgbench, script, 2, two)
     log(f"  pgvector 2 clients: {out['insert_c2']['rows_per_second']} rows/s")
+    conn.execute("DELETE FROM wv WHERE id < %s AND id %% 5 = 0", (base,))
+    t0 = time.monotonic()
+    conn.execute("VACUUM wv")
+    out["vacuum_seconds"] = round(time.monotonic() - t0, 1)
+    log(f"  pgvector: delete every 5th original row, VACUUM {out['vacuum_seconds']} s")
     conn.execute("DROP TABLE wv")
     return out
 
@@ -259,11 +265,12 @@ def main():
         pv = res["pgvector"]
         lines += ["", "Inserts beside pgvector HNSW (m 16, ef_construction 64) on the same base rows, "
                   "the same rows inserted (step 2 for gateann):", "",
-                  "| index | build s | rows/s, 1 client | rows/s, 2 clients |", "|---|---|---|---|",
+                  "| index | build s | rows/s, 1 client | rows/s, 2 clients | delete 20 % + VACUUM s |",
+                  "|---|---|---|---|---|",
                   f"| gateann | {st['build']['seconds']} | {st['insert_c1']['rows_per_second']} | "
-                  f"{st['insert_c2']['rows_per_second']} |",
+                  f"{st['insert_c2']['rows_per_second']} | {st['vacuum']['seconds']} |",
                   f"| pgvector HNSW | {pv['build_seconds']} | {pv['insert_c1']['rows_per_second']} | "
-                  f"{pv['insert_c2']['rows_per_second']} |"]
+                  f"{pv['insert_c2']['rows_per_second']} | {pv.get('vacuum_seconds', '–')} |"]
     (a.out / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
