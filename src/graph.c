@@ -577,6 +577,29 @@ add_candidates(const GateannGraph *g, GateannGraphScratch *s, uint32 p,
 }
 
 /*
+ * Under node id's lock, put list[0..n) in as its list if its list is still
+ * old[0..nold) (what the caller copied out and worked from with no lock
+ * held); false if another process changed it meanwhile.
+ */
+static bool
+put_list_if_unchanged(GateannGraph *g, uint32 id, const uint32 *old, int nold,
+					  const uint32 *list, int n)
+{
+	uint32	   *nbrs = neighbors_of(g, id);
+	bool		unchanged;
+
+	lock_node(g, id);
+	unchanged = (g->degree[id] == nold && memcmp(nbrs, old, sizeof(uint32) * nold) == 0);
+	if (unchanged)
+	{
+		memcpy(nbrs, list, sizeof(uint32) * n);
+		g->degree[id] = (uint16) n;
+	}
+	unlock_node(g, id);
+	return unchanged;
+}
+
+/*
  * Add edge j -> p, pruning j's list when it is at capacity.
  *
  * In a parallel build the node's spinlock covers only copying the list out
@@ -596,7 +619,6 @@ add_reverse_edge(GateannGraph *g, GateannGraphScratch *s, uint32 j, uint32 p,
 		int			deg;
 		int			i;
 		int			nout;
-		bool		unchanged;
 
 		lock_node(g, j);
 		deg = g->degree[j];
@@ -621,17 +643,7 @@ add_reverse_edge(GateannGraph *g, GateannGraphScratch *s, uint32 j, uint32 p,
 		add_candidates(g, s, j, s->list_copy, deg, 0);
 		add_candidates(g, s, j, &p, 1, deg);
 		nout = robust_prune(g, s, j, s->prune_cands, deg + 1, alpha, g->R);
-
-		lock_node(g, j);
-		unchanged = (g->degree[j] == deg &&
-					 memcmp(nbrs, s->list_copy, sizeof(uint32) * deg) == 0);
-		if (unchanged)
-		{
-			memcpy(nbrs, s->prune_out, sizeof(uint32) * nout);
-			g->degree[j] = (uint16) nout;
-		}
-		unlock_node(g, j);
-		if (unchanged)
+		if (put_list_if_unchanged(g, j, s->list_copy, deg, s->prune_out, nout))
 			return;
 		s->prunes_redone++;
 		CHECK_FOR_INTERRUPTS();
@@ -662,7 +674,6 @@ visit_copy(GateannGraph *g, GateannGraphScratch *s, uint32 p, uint32 t, float al
 				nhad,
 				i,
 				k;
-	bool		unchanged;
 
 	if (tdeg == 0)
 		return false;
@@ -681,17 +692,7 @@ visit_copy(GateannGraph *g, GateannGraphScratch *s, uint32 p, uint32 t, float al
 			if (k == nout)
 				out[nout++] = had[i];
 		}
-
-		lock_node(g, p);
-		unchanged = (g->degree[p] == nhad &&
-					 memcmp(neighbors_of(g, p), had, sizeof(uint32) * nhad) == 0);
-		if (unchanged)
-		{
-			memcpy(neighbors_of(g, p), out, sizeof(uint32) * nout);
-			g->degree[p] = (uint16) nout;
-		}
-		unlock_node(g, p);
-		if (unchanged)
+		if (put_list_if_unchanged(g, p, had, nhad, out, nout))
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
