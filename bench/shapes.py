@@ -42,7 +42,13 @@ sqrt(rows), vchordrq.probes = L / 1000 of them, otherwise its defaults
 
 Time: each point's queries run once on one connection, only the statement
 timed (ms per query); with --clients 1,2 they also run on 2 connections at
-once, one thread each, for a second (qps2: queries over wall time).
+once, one thread each, for a second (qps2: queries over wall time).  Warm:
+before an engine's first list size of a workload its queries run once,
+untimed, so that what they read is in memory for every engine alike
+(pgvector's pages in shared buffers, gateann's records in its record cache),
+as under a workload that has been running; without it the first point paid
+its engine's first reads (at 1M rows, a gate walk's first pass over 200
+queries took about 3x its second).
 
 CLI: python shapes.py --out DIR [--shapes a,b] [--n 20000] [--L 40,100,200,400]
      [--clients 1,2]
@@ -602,8 +608,10 @@ def measure_shape(conn, shape: Shape, metric: str, opt: Options, points: list,
                 want = f"{table}_j_{'expr' if engine == 'gateann_expr' else 'jsonb'}"
                 if used != want:
                     raise SystemExit(f"{shape.name}/{wl}/{engine}: the plan uses {used}, not {want}")
-            for L in (opt.post_L or opt.L) if engine == "gateann_post" else opt.L:
+            for i, L in enumerate((opt.post_L or opt.L) if engine == "gateann_post" else opt.L):
                 engine_settings(conn, engine, L, opt.n)
+                if i == 0:
+                    run_queries(conn, engine, statements)   # the warm-up pass, untimed
                 found, ms, counters = run_queries(conn, engine, statements)
                 rec = recall_of(found, x, q, gts[wl], masks[wl])
                 ok = ~np.isnan(rec)
