@@ -114,75 +114,6 @@ gateann_pq_adc_scalar(const float *table, const uint8_t *code, int m)
 	return (s0 + s1) + (s2 + s3);
 }
 
-int
-gateann_pq_nearest_scalar(const float *centroids, const float *x, int w,
-						  float *dist)
-{
-	int			best = 0;
-	float		bestd = FLT_MAX;
-	int			c;
-
-	if (w == 4)
-	{
-		float		x0 = x[0],
-					x1 = x[1],
-					x2 = x[2],
-					x3 = x[3];
-
-		for (c = 0; c < PQ_K; c++)
-		{
-			const float *p = centroids + c * 4;
-			float		d0 = p[0] - x0;
-			float		d1 = p[1] - x1;
-			float		d2 = p[2] - x2;
-			float		d3 = p[3] - x3;
-			float		d = (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
-
-			if (d < bestd)
-			{
-				bestd = d;
-				best = c;
-			}
-		}
-	}
-	else
-	{
-		for (c = 0; c < PQ_K; c++)
-		{
-			float		d = gateann_l2sq_scalar(centroids + (size_t) c * w, x, w);
-
-			if (d < bestd)
-			{
-				bestd = d;
-				best = c;
-			}
-		}
-	}
-	if (dist)
-		*dist = bestd;
-	return best;
-}
-
-void
-gateann_pq_l2_table_scalar(const float *centroids, const float *x, int w,
-						   float *out)
-{
-	int			c;
-
-	for (c = 0; c < PQ_K; c++)
-		out[c] = gateann_l2sq_scalar(centroids + (size_t) c * w, x, w);
-}
-
-void
-gateann_pq_ip_table_scalar(const float *centroids, const float *x, int w,
-						   float *out)
-{
-	int			c;
-
-	for (c = 0; c < PQ_K; c++)
-		out[c] = -gateann_dot_scalar(centroids + (size_t) c * w, x, w);
-}
-
 /* ----------------------------------------------------------------
  * Kernels written once: l2sq and dot are one body, the 8-bit code
  * distance another, in GCC/Clang vector extensions, instantiated per
@@ -192,8 +123,8 @@ gateann_pq_ip_table_scalar(const float *centroids, const float *x, int w,
  * set: compilers convert a byte vector one lane at a time.
  * As fast as the hand-written kernels they replaced (test/unit bench, ns
  * per call, before / after: AVX2 l2sq 128d 7.69 / 7.62, 768d 42.8 / 43.1;
- * AVX-512 8.03 / 7.90, 45.1 / 45.2).  The PQ kernels below are still
- * written per set.
+ * AVX-512 8.03 / 7.90, 45.1 / 45.2).  So are the PQ tables and nearest
+ * centroids below (but pq_adc: a gather has no such form).
  * ----------------------------------------------------------------
  */
 typedef float vec16f __attribute__((vector_size(64)));
@@ -469,6 +400,423 @@ DEFINE_DOUBLE_SUM(dot_double_avx512, AVX512_TARGET static, vec8f, vec8d, 8, DOT_
 DEFINE_COSINE_SUMS(cosine_sums_avx512, AVX512_TARGET static, vec8f, vec8d, 8)
 #endif
 
+/* ----------------------------------------------------------------
+ * PQ subspace kernels (distance.h): the distances from x to a subspace's
+ * 256 centroids, `lanes` centroids at a time, lane i of a block's vector
+ * holding centroid i's.  One body for every instruction set, as above.
+ *
+ * w a power of two up to the vector's width (the default codes' 4 among
+ * them): a block's lanes * w floats are w whole vectors, each holding
+ * lanes / w centroids' terms against x repeated across the vector; adding
+ * adjacent lanes log2(w) times leaves the block's distances.  w between a
+ * quarter and half the width (1,536 dimensions' 6 with 16 lanes): the
+ * same with two centroids to a vector, each padded to half of it.  Any
+ * other w (a coarse quantizer's dims): one vector sum per centroid over
+ * x's whole vectors, the centroids in the inner loop (their adds do not
+ * wait on each other), then the rest of each centroid loaded whole with
+ * its lanes past the end zeroed; adding adjacent lanes log2(lanes) times
+ * turns the lanes sums into the block's distances.
+ * Against the kernels written per set they replaced (test/unit bench, an
+ * AMD EPYC with AVX-512, ns a call, before / after): AVX-512 l2 table and
+ * nearest w = 4 32.6 / 24.2, 51.6 / 41.0; w = 6 90.4 / 88.4, 108.3 / 118.7;
+ * w = 128 1,047 / 1,105, 1,038 / 1,090; AVX2 w = 4 40.4 / 41.1,
+ * 96.4 / 54.0; w = 16 128.1 / 156.7, 169.2 / 162.1; the baseline set 2-8x
+ * faster at every w.
+ * ----------------------------------------------------------------
+ */
+typedef int32_t vec4i __attribute__((vector_size(16)));
+typedef int32_t vec8i __attribute__((vector_size(32)));
+typedef int32_t vec16i __attribute__((vector_size(64)));
+
+/*
+ * Adjacent lanes added within each 128-bit part of the vectors (one shuffle
+ * instruction each way; across parts a shuffle of lanes takes three), two
+ * levels of it; then adjacent parts added, the rest of the way.  The sums
+ * come out in an order of their own, which the same network run on
+ * centroid numbers tells (PQ_BLOCK_ORDER) and one permutation a block
+ * undoes.  (Two levels within parts: a centroid's terms either lie in one
+ * part or fill whole parts, and after two levels each part holds one sum
+ * of four centroids, every part of a vector the same four.)
+ */
+#define EVEN_LANES_4	0, 2, 4, 6
+#define ODD_LANES_4		1, 3, 5, 7
+#define EVEN_LANES_8	0, 2, 8, 10, 4, 6, 12, 14
+#define ODD_LANES_8		1, 3, 9, 11, 5, 7, 13, 15
+#define EVEN_LANES_16	0, 2, 16, 18, 4, 6, 20, 22, 8, 10, 24, 26, 12, 14, 28, 30
+#define ODD_LANES_16	1, 3, 17, 19, 5, 7, 21, 23, 9, 11, 25, 27, 13, 15, 29, 31
+#define EVEN_PARTS_4	0, 1, 2, 3	/* (one part: never used) */
+#define ODD_PARTS_4		4, 5, 6, 7
+#define EVEN_PARTS_8	0, 1, 2, 3, 8, 9, 10, 11
+#define ODD_PARTS_8		4, 5, 6, 7, 12, 13, 14, 15
+#define EVEN_PARTS_16	0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27
+#define ODD_PARTS_16	4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31
+
+#ifdef __clang__
+#define SHUFFLE2(a, b, itype, ...) __builtin_shufflevector((a), (b), __VA_ARGS__)
+#else
+#define SHUFFLE2(a, b, itype, ...) __builtin_shuffle((a), (b), (itype) {__VA_ARGS__})
+#endif
+
+/*
+ * a, b -> {a0 + a1, a2 + a3, b0 + b1, b2 + b3} in each part (level < 2),
+ * else {a's parts 0 + 1, 2 + 3, ..., b's parts 0 + 1, ...}; or, on
+ * centroid numbers (FIRSTS), the first of each such pair
+ */
+#define ADJACENT_SUMS(a, b, level, itype, lanes) \
+	((level) < 2 ? \
+	 SHUFFLE2(a, b, itype, EVEN_LANES_##lanes) + SHUFFLE2(a, b, itype, ODD_LANES_##lanes) : \
+	 SHUFFLE2(a, b, itype, EVEN_PARTS_##lanes) + SHUFFLE2(a, b, itype, ODD_PARTS_##lanes))
+#define ADJACENT_FIRSTS(a, b, level, itype, lanes) \
+	((level) < 2 ? SHUFFLE2(a, b, itype, EVEN_LANES_##lanes) : \
+	 SHUFFLE2(a, b, itype, EVEN_PARTS_##lanes))
+
+/*
+ * v[0..n-1], n a power of two up to 16 -> v[0]: combine(v[2k], v[2k + 1])
+ * log2(n) times (written out level by level: every index a constant, so
+ * that the vectors stay in registers)
+ */
+#define REDUCE_LEVEL(v, h, level, combine, itype, lanes) \
+	do { \
+		int			level_k_; \
+ \
+		_Pragma("GCC unroll 16") \
+		for (level_k_ = 0; level_k_ < (h); level_k_++) \
+			(v)[level_k_] = combine((v)[2 * level_k_], (v)[2 * level_k_ + 1], level, itype, lanes); \
+	} while (0)
+#define REDUCE_ADJACENT(v, n, combine, itype, lanes) \
+	do { \
+		if ((n) >= 2) \
+			REDUCE_LEVEL(v, (n) / 2, 0, combine, itype, lanes); \
+		if ((n) >= 4) \
+			REDUCE_LEVEL(v, (n) / 4, 1, combine, itype, lanes); \
+		if ((n) >= 8) \
+			REDUCE_LEVEL(v, (n) / 8, 2, combine, itype, lanes); \
+		if ((n) >= 16) \
+			REDUCE_LEVEL(v, (n) / 16, 3, combine, itype, lanes); \
+	} while (0)
+
+/* a centroid's term against x: squared difference (ip = 0) or product */
+#define PQ_TERM(c, xv, ip) ((ip) ? (c) * (xv) : L2SQ_TERM(c, xv))
+
+/* d's lanes in the order idx gives: {d[idx[0]], d[idx[1]], ...} */
+#ifdef __clang__
+#define PERMUTE(d, idx, vtype, lanes) \
+	({ vtype r_; int q_; for (q_ = 0; q_ < (lanes); q_++) r_[q_] = (d)[(idx)[q_]]; r_; })
+#else
+#define PERMUTE(d, idx, vtype, lanes) __builtin_shuffle((d), (idx))
+#endif
+
+/*
+ * Where the network leaves a block's centroids: id = their numbers lane
+ * by lane, inv the way back.  n vectors, per floats to a centroid.
+ */
+#define PQ_BLOCK_ORDER(n, per, itype, lanes) \
+	do { \
+		static itype order_id_, \
+					order_inv_; \
+		static int	order_known_ = 0; \
+		itype		iv_[16]; \
+		int			order_k_; \
+ \
+		if (!order_known_) \
+		{ \
+			for (order_k_ = 0; order_k_ < (n); order_k_++) \
+				for (l = 0; l < (lanes); l++) \
+					iv_[order_k_][l] = (order_k_ * (lanes) + l) / (per); \
+			REDUCE_ADJACENT(iv_, n, ADJACENT_FIRSTS, itype, lanes); \
+			order_id_ = iv_[0]; \
+			for (l = 0; l < (lanes); l++) \
+				order_inv_[order_id_[l]] = l; \
+			order_known_ = 1; \
+		} \
+		id = order_id_; \
+		inv = order_inv_; \
+	} while (0)
+
+/*
+ * A block's distances d (centroids c..c + lanes - 1, in the network's
+ * order) into out, in order, the dot products negated as the table holds
+ * them (four lanes are one 128-bit part: in order already); or into the
+ * running nearest, each lane keeping the first of its best
+ */
+#define PQ_TAKE(d, c, vtype, itype, lanes) \
+	do { \
+		if (out) \
+		{ \
+			vtype		o_ = ip ? -(d) : (d); \
+ \
+			if ((lanes) > 4) \
+				o_ = PERMUTE(o_, inv, vtype, lanes); \
+			memcpy(out + (c), &o_, sizeof(o_)); \
+		} \
+		else \
+		{ \
+			PQ_KEEP_LESS(best, best_id, d, id, itype); \
+			id += (lanes);		/* (the blocks come in order) */ \
+		} \
+	} while (0)
+
+/* best, best_id = d, d_id in the lanes where d < best */
+#define PQ_KEEP_LESS(best, best_id, d, d_id, itype) \
+	do { \
+		itype		lt_ = (d) < (best); \
+ \
+		(best) = (__typeof__(best)) (((itype) (d) & lt_) | ((itype) (best) & ~lt_)); \
+		(best_id) = ((d_id) & lt_) | ((best_id) & ~lt_); \
+	} while (0)
+
+/* Every block for a w of P, a power of two no wider than the vector */
+#define PQ_PACKED_ALL(P, vtype, itype, lanes) \
+	do { \
+		vtype		xr_; \
+		int			k_; \
+ \
+		PQ_BLOCK_ORDER(P, P, itype, lanes); \
+		for (l = 0; l < (lanes); l++) \
+			xr_[l] = x[l % (P)]; \
+		for (c = 0; c < PQ_K; c += (lanes)) \
+		{ \
+			_Pragma("GCC unroll 16") \
+			for (k_ = 0; k_ < (P); k_++) \
+				v[k_] = PQ_TERM(LOADV(vtype, cent + (size_t) c * (P) + k_ * (lanes)), xr_, ip); \
+			REDUCE_ADJACENT(v, P, ADJACENT_SUMS, itype, lanes); \
+			PQ_TAKE(v[0], c, vtype, itype, lanes); \
+		} \
+	} while (0)
+
+/*
+ * Every block for P / 2 < w < P, P half the vector: two centroids to a
+ * vector, one load from the first moved into place, the second's floats
+ * to the upper half (the last pair loaded to end at its own end), lanes
+ * past w in each half zeroed; then as for a w of P
+ */
+#define PQ_PADDED_BLOCK(P, last, vtype, itype, lanes) \
+	do { \
+		const float *blk_ = cent + (size_t) c * w; \
+		int			k_; \
+ \
+		_Pragma("GCC unroll 16") \
+		for (k_ = 0; k_ < (P); k_++) \
+		{ \
+			vtype		cv_; \
+ \
+			if (!(last) || k_ < (P) - 1) \
+				cv_ = PERMUTE(LOADV(vtype, blk_ + (size_t) (2 * k_) * w), pair_, vtype, lanes); \
+			else \
+				cv_ = PERMUTE(LOADV(vtype, blk_ + (size_t) (2 * k_ + 2) * w - (lanes)), \
+							  last_pair_, vtype, lanes); \
+			cv_ = (vtype) ((itype) cv_ & keep_); \
+			v[k_] = PQ_TERM(cv_, xr_, ip); \
+		} \
+		REDUCE_ADJACENT(v, P, ADJACENT_SUMS, itype, lanes); \
+		PQ_TAKE(v[0], c, vtype, itype, lanes); \
+	} while (0)
+
+#define PQ_PADDED_ALL(P, vtype, itype, lanes) \
+	do { \
+		vtype		xr_; \
+		itype		keep_, \
+					pair_, \
+					last_pair_; \
+ \
+		PQ_BLOCK_ORDER(P, P, itype, lanes); \
+		for (l = 0; l < (lanes); l++) \
+		{ \
+			xr_[l] = l % (P) < w ? x[l % (P)] : 0.0f; \
+			keep_[l] = l % (P) < w ? -1 : 0; \
+			pair_[l] = l < (P) ? l : l - (P) + w; \
+			last_pair_[l] = (l < (P) ? l + (lanes) - 2 * w : l - (P) + (lanes) - w) % (lanes); \
+		} \
+		for (c = 0; c < PQ_K - (lanes); c += (lanes)) \
+			PQ_PADDED_BLOCK(P, 0, vtype, itype, lanes); \
+		/* (the codebook's end: its last pair loaded to end there) */ \
+		PQ_PADDED_BLOCK(P, 1, vtype, itype, lanes); \
+	} while (0)
+
+/* The block's rests (at_ where a centroid's rest starts), loaded by load */
+#define PQ_GENERAL_REST(load, vtype, itype, lanes) \
+	do { \
+		_Pragma("GCC unroll 16") \
+		for (k_ = 0; k_ < (lanes); k_++) \
+		{ \
+			size_t		at_ = (size_t) (c + k_) * w + full_; \
+			vtype		cv_ = (load); \
+ \
+			cv_ = (vtype) ((itype) cv_ & keep_); \
+			v[k_] += PQ_TERM(cv_, xt_, ip); \
+		} \
+	} while (0)
+
+/* Every block for any other w */
+#define PQ_GENERAL_ALL(vtype, itype, lanes) \
+	do { \
+		int			full_ = w - w % (lanes), \
+					rest_ = w - full_; \
+		size_t		size_ = (size_t) PQ_K * w; \
+		vtype		xt_ = {0}; \
+		itype		keep_, \
+					shift_; \
+ \
+		PQ_BLOCK_ORDER(lanes, lanes, itype, lanes); \
+		for (l = 0; l < rest_; l++) \
+			xt_[l] = x[full_ + l]; \
+		for (l = 0; l < (lanes); l++) \
+		{ \
+			keep_[l] = l < rest_ ? -1 : 0; \
+			shift_[l] = (l + (lanes) - rest_) % (lanes); \
+		} \
+		for (c = 0; c < PQ_K; c += (lanes)) \
+		{ \
+			const float *blk_ = cent + (size_t) c * w; \
+			int			j_, \
+						k_; \
+ \
+			_Pragma("GCC unroll 16") \
+			for (k_ = 0; k_ < (lanes); k_++) \
+				v[k_] = (vtype) {0}; \
+			for (j_ = 0; j_ < full_; j_ += (lanes)) \
+			{ \
+				vtype		xv_ = LOADV(vtype, x + j_); \
+ \
+				_Pragma("GCC unroll 16") \
+				for (k_ = 0; k_ < (lanes); k_++) \
+					v[k_] += PQ_TERM(LOADV(vtype, blk_ + (size_t) k_ * w + j_), xv_, ip); \
+			} \
+			/* (the last block's last rests: loaded to end there, moved down) */ \
+			if (rest_ > 0 && (size_t) (c + (lanes) - 1) * w + full_ + (lanes) <= size_) \
+				PQ_GENERAL_REST(LOADV(vtype, cent + at_), vtype, itype, lanes); \
+			else if (rest_ > 0) \
+				PQ_GENERAL_REST(at_ + (lanes) <= size_ ? LOADV(vtype, cent + at_) : \
+								PERMUTE(LOADV(vtype, cent + at_ + rest_ - (lanes)), \
+										shift_, vtype, lanes), vtype, itype, lanes); \
+			REDUCE_ADJACENT(v, lanes, ADJACENT_SUMS, itype, lanes); \
+			PQ_TAKE(v[0], c, vtype, itype, lanes); \
+		} \
+	} while (0)
+
+/* Every block for a w that is not a power of two up to the vector's width */
+#define PQ_OTHER_W(vtype, itype, lanes) \
+	do { \
+		if ((lanes) > 4 && 4 * w > (lanes) && 2 * w < (lanes)) \
+			PQ_PADDED_ALL((lanes) / 2, vtype, itype, lanes); \
+		else \
+			PQ_GENERAL_ALL(vtype, itype, lanes); \
+	} while (0)
+
+/*
+ * best, best_id -> lane 0: the least of best (the lower number where
+ * equal), each lane i < s against lane i + s for s = lanes / 2, ..., 1
+ * (masks STEPs_lanes; those for an s the width never takes are unused)
+ */
+#define STEP8_16	8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15
+#define STEP4_16	4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7, 4, 5, 6, 7
+#define STEP2_16	2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3, 2, 3
+#define STEP1_16	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1
+#define STEP8_8		0, 0, 0, 0, 0, 0, 0, 0
+#define STEP4_8		4, 5, 6, 7, 4, 5, 6, 7
+#define STEP2_8		2, 3, 2, 3, 2, 3, 2, 3
+#define STEP1_8		1, 1, 1, 1, 1, 1, 1, 1
+#define STEP8_4		0, 0, 0, 0
+#define STEP4_4		0, 0, 0, 0
+#define STEP2_4		2, 3, 2, 3
+#define STEP1_4		1, 1, 1, 1
+#ifdef __clang__
+#define SHUFFLE1(a, itype, ...) __builtin_shufflevector((a), (a), __VA_ARGS__)
+#else
+#define SHUFFLE1(a, itype, ...) __builtin_shuffle((a), (itype) {__VA_ARGS__})
+#endif
+#define PQ_NEAREST_STEP(best, best_id, mask, vtype, itype) \
+	do { \
+		vtype		ob_ = SHUFFLE1(best, itype, mask); \
+		itype		oi_ = SHUFFLE1(best_id, itype, mask), \
+					lt_ = (ob_ < (best)) | ((ob_ == (best)) & (oi_ < (best_id))); \
+ \
+		(best) = (vtype) (((itype) ob_ & lt_) | ((itype) (best) & ~lt_)); \
+		(best_id) = (oi_ & lt_) | ((best_id) & ~lt_); \
+	} while (0)
+#define PQ_HALVE_NEAREST(best, best_id, vtype, itype, lanes) \
+	do { \
+		if ((lanes) >= 16) \
+			PQ_NEAREST_STEP(best, best_id, STEP8_##lanes, vtype, itype); \
+		if ((lanes) >= 8) \
+			PQ_NEAREST_STEP(best, best_id, STEP4_##lanes, vtype, itype); \
+		PQ_NEAREST_STEP(best, best_id, STEP2_##lanes, vtype, itype); \
+		PQ_NEAREST_STEP(best, best_id, STEP1_##lanes, vtype, itype); \
+	} while (0)
+
+/*
+ * distances(cent, x, w, ip, out, nearest_dist): the 256 distances from x
+ * (ip = 0: squared L2, 1: dot product) into out when out is given, else
+ * the nearest centroid in L2 (ties to the lowest number), its distance
+ * into *nearest_dist; and the three kernels of distance.h over it
+ */
+#define DEFINE_PQ_KERNELS(nearest, l2_table, ip_table, distances, linkage, target, \
+						  vtype, itype, lanes) \
+static inline __attribute__((always_inline)) target int \
+distances(const float *cent, const float *x, int w, int ip, float *out, float *nearest_dist) \
+{ \
+	vtype		v[16], \
+				best; \
+	itype		best_id = {0}, \
+				id, \
+				inv; \
+	float		bd; \
+	int			bi, \
+				c, \
+				l; \
+ \
+	for (l = 0; l < (lanes); l++) \
+		best[l] = FLT_MAX; \
+	if (w == 1) \
+		PQ_PACKED_ALL(1, vtype, itype, lanes); \
+	else if (w == 2) \
+		PQ_PACKED_ALL(2, vtype, itype, lanes); \
+	else if (w == 4) \
+		PQ_PACKED_ALL(4, vtype, itype, lanes); \
+	else if (w == 8 && (lanes) >= 8) \
+		PQ_PACKED_ALL(8, vtype, itype, lanes); \
+	else if (w == 16 && (lanes) >= 16) \
+		PQ_PACKED_ALL(16, vtype, itype, lanes); \
+	else \
+		PQ_OTHER_W(vtype, itype, lanes); \
+	if (out) \
+		return 0; \
+	/* (then half the lanes against the other half, down to one: no branch) */ \
+	PQ_HALVE_NEAREST(best, best_id, vtype, itype, lanes); \
+	bd = best[0]; \
+	bi = best_id[0]; \
+	if (nearest_dist) \
+		*nearest_dist = bd; \
+	return bi; \
+} \
+ \
+linkage target int \
+nearest(const float *centroids, const float *x, int w, float *dist) \
+{ \
+	return distances(centroids, x, w, 0, NULL, dist); \
+} \
+ \
+linkage target void \
+l2_table(const float *centroids, const float *x, int w, float *out) \
+{ \
+	(void) distances(centroids, x, w, 0, out, NULL); \
+} \
+ \
+linkage target void \
+ip_table(const float *centroids, const float *x, int w, float *out) \
+{ \
+	(void) distances(centroids, x, w, 1, out, NULL); \
+}
+
+DEFINE_PQ_KERNELS(gateann_pq_nearest_scalar, gateann_pq_l2_table_scalar,
+				  gateann_pq_ip_table_scalar, pq_distances_scalar, , , vec4f, vec4i, 4)
+#ifdef GATEANN_X86
+DEFINE_PQ_KERNELS(pq_nearest_avx2, pq_l2_table_avx2, pq_ip_table_avx2, pq_distances_avx2,
+				  static, AVX2_TARGET, vec8f, vec8i, 8)
+DEFINE_PQ_KERNELS(pq_nearest_avx512, pq_l2_table_avx512, pq_ip_table_avx512, pq_distances_avx512,
+				  static, AVX512_TARGET, vec16f, vec16i, 16)
+#endif
+
 #ifdef GATEANN_X86
 
 /* ----------------------------------------------------------------
@@ -488,15 +836,6 @@ hsum256(__m256 v)
 	s = _mm_add_ps(s, _mm_movehl_ps(s, s));
 	s = _mm_add_ss(s, _mm_movehdup_ps(s));
 	return _mm_cvtss_f32(s);
-}
-
-/* mask with the first r (0..8) lanes set, for _mm256_maskload_ps */
-AVX2_INLINE __m256i
-tailmask256(int r)
-{
-	const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-
-	return _mm256_cmpgt_epi32(_mm256_set1_epi32(r), lanes);
 }
 
 /*
@@ -533,177 +872,12 @@ pq_adc_avx2(const float *table, const uint8_t *code, int m)
 	return hsum256(_mm256_add_ps(acc0, acc1)) + tail;
 }
 
-AVX2_INLINE __m256
-pairsum256(__m256 a, __m256 b)
-{
-	return _mm256_add_ps(_mm256_unpacklo_ps(a, b), _mm256_unpackhi_ps(a, b));
-}
-
-/* per 128-bit lane L: the lane-L sums of a, b, c, d */
-AVX2_INLINE __m256
-quadsum256(__m256 a, __m256 b, __m256 c, __m256 d)
-{
-	__m256		p0 = pairsum256(a, b);
-	__m256		p1 = pairsum256(c, d);
-
-	return _mm256_add_ps(_mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(1, 0, 1, 0)),
-						 _mm256_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-
-AVX2_INLINE __m256
-pq_term256(__m256 c, __m256 xv, __m256 acc, int ip)
-{
-	if (ip)
-		return _mm256_fmadd_ps(c, xv, acc);
-	c = _mm256_sub_ps(c, xv);
-	return _mm256_fmadd_ps(c, c, acc);
-}
-
-/* w == 4: two whole centroids per register */
-AVX2_INLINE __m256
-pair4_256(const float *cent, __m256 xp, int ip)
-{
-	__m256		c = _mm256_loadu_ps(cent);
-
-	if (ip)
-		return _mm256_mul_ps(c, xp);
-	c = _mm256_sub_ps(c, xp);
-	return _mm256_mul_ps(c, c);
-}
-
-/*
- * Distances (ip = 0: squared L2; ip = 1: dot product) from x to the 8
- * centroids starting at cent (each w floats wide), lane i = centroid i.
- */
-AVX2_INLINE __m256
-block8_avx2(const float *cent, const float *x, int w, int ip)
-{
-	__m256		v0, v1, v2, v3, v4, v5, v6, v7;
-	__m256		y0, y1;
-	int			j = 0;
-
-	if (w == 4)
-	{
-		__m256		xp = _mm256_broadcast_ps((const __m128 *) x);
-		__m256		y = quadsum256(pair4_256(cent, xp, ip), pair4_256(cent + 8, xp, ip),
-								   pair4_256(cent + 16, xp, ip), pair4_256(cent + 24, xp, ip));
-
-		/* lane 4*L + k of y is centroid 2*k + L */
-		return _mm256_permutevar8x32_ps(y, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-	}
-
-	v0 = v1 = v2 = v3 = v4 = v5 = v6 = v7 = _mm256_setzero_ps();
-
-#define PQ256_STEP(LOAD) \
-	do { \
-		v0 = pq_term256(LOAD(0), xv, v0, ip); \
-		v1 = pq_term256(LOAD(1), xv, v1, ip); \
-		v2 = pq_term256(LOAD(2), xv, v2, ip); \
-		v3 = pq_term256(LOAD(3), xv, v3, ip); \
-		v4 = pq_term256(LOAD(4), xv, v4, ip); \
-		v5 = pq_term256(LOAD(5), xv, v5, ip); \
-		v6 = pq_term256(LOAD(6), xv, v6, ip); \
-		v7 = pq_term256(LOAD(7), xv, v7, ip); \
-	} while (0)
-#define PQ256_FULL(i) _mm256_loadu_ps(cent + (size_t) (i) * w + j)
-#define PQ256_MASKED(i) _mm256_maskload_ps(cent + (size_t) (i) * w + j, mk)
-
-	for (; j + 8 <= w; j += 8)
-	{
-		__m256		xv = _mm256_loadu_ps(x + j);
-
-		PQ256_STEP(PQ256_FULL);
-	}
-	if (j < w)
-	{
-		__m256i		mk = tailmask256(w - j);
-		__m256		xv = _mm256_maskload_ps(x + j, mk);
-
-		PQ256_STEP(PQ256_MASKED);
-	}
-#undef PQ256_STEP
-#undef PQ256_FULL
-#undef PQ256_MASKED
-
-	y0 = quadsum256(v0, v1, v2, v3);
-	y1 = quadsum256(v4, v5, v6, v7);
-	return _mm256_add_ps(_mm256_permute2f128_ps(y0, y1, 0x20),
-						 _mm256_permute2f128_ps(y0, y1, 0x31));
-}
-
-AVX2_FN static int
-pq_nearest_avx2(const float *centroids, const float *x, int w, float *dist)
-{
-	__m256		best = _mm256_set1_ps(FLT_MAX);
-	__m256i		bidx = _mm256_setzero_si256();
-	__m256i		cur = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-	const __m256i eight = _mm256_set1_epi32(8);
-	float		bd[8];
-	int			bi[8];
-	int			c,
-				r;
-	float		rd;
-
-	for (c = 0; c < PQ_K; c += 8)
-	{
-		__m256		d = block8_avx2(centroids + (size_t) c * w, x, w, 0);
-		__m256		lt = _mm256_cmp_ps(d, best, _CMP_LT_OQ);
-
-		best = _mm256_blendv_ps(best, d, lt);
-		bidx = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(bidx),
-													_mm256_castsi256_ps(cur), lt));
-		cur = _mm256_add_epi32(cur, eight);
-	}
-	_mm256_storeu_ps(bd, best);
-	_mm256_storeu_si256((__m256i *) bi, bidx);
-	r = bi[0];
-	rd = bd[0];
-	for (c = 1; c < 8; c++)
-	{
-		if (bd[c] < rd || (bd[c] == rd && bi[c] < r))
-		{
-			rd = bd[c];
-			r = bi[c];
-		}
-	}
-	if (dist)
-		*dist = rd;
-	return r;
-}
-
-AVX2_FN static void
-pq_l2_table_avx2(const float *centroids, const float *x, int w, float *out)
-{
-	int			c;
-
-	for (c = 0; c < PQ_K; c += 8)
-		_mm256_storeu_ps(out + c, block8_avx2(centroids + (size_t) c * w, x, w, 0));
-}
-
-AVX2_FN static void
-pq_ip_table_avx2(const float *centroids, const float *x, int w, float *out)
-{
-	const __m256 neg = _mm256_set1_ps(-0.0f);
-	int			c;
-
-	for (c = 0; c < PQ_K; c += 8)
-		_mm256_storeu_ps(out + c,
-						 _mm256_xor_ps(block8_avx2(centroids + (size_t) c * w, x, w, 1), neg));
-}
-
 /* ----------------------------------------------------------------
  * AVX-512F
  * ----------------------------------------------------------------
  */
 /* the AVX-512 set also requires AVX2+FMA (every AVX-512F CPU has them) */
 #define AVX512_FN __attribute__((target("avx512f,avx2,fma")))
-#define AVX512_INLINE static inline __attribute__((target("avx512f,avx2,fma"), always_inline))
-
-AVX512_INLINE __mmask16
-tailmask512(int r)
-{
-	return (__mmask16) ((1u << r) - 1u);
-}
 
 AVX512_FN static float
 pq_adc_avx512_gather(const float *table, const uint8_t *code, int m)
@@ -734,300 +908,6 @@ pq_adc_avx512_gather(const float *table, const uint8_t *code, int m)
 	for (; s < m; s++)
 		tail += table[(size_t) s * PQ_K + code[s]];
 	return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
-}
-
-/*
- * Two vectors -> per 128-bit lane [a0+a2, b0+b2, a1+a3, b1+b3]; two of
- * those -> per 128-bit lane L the lane-L sums of four vectors.
- */
-AVX512_INLINE __m512
-pairsum512(__m512 a, __m512 b)
-{
-	return _mm512_add_ps(_mm512_unpacklo_ps(a, b), _mm512_unpackhi_ps(a, b));
-}
-
-AVX512_INLINE __m512
-quadsum512(__m512 a, __m512 b, __m512 c, __m512 d)
-{
-	__m512		p0 = pairsum512(a, b);
-	__m512		p1 = pairsum512(c, d);
-
-	return _mm512_add_ps(_mm512_shuffle_ps(p0, p1, _MM_SHUFFLE(1, 0, 1, 0)),
-						 _mm512_shuffle_ps(p0, p1, _MM_SHUFFLE(3, 2, 3, 2)));
-}
-
-/*
- * 16 vectors -> one vector whose lane i is the horizontal sum of vector i.
- * (Passed by value and always inlined so everything stays in registers.)
- */
-AVX512_INLINE __m512
-reduce16_512(__m512 v0, __m512 v1, __m512 v2, __m512 v3,
-			 __m512 v4, __m512 v5, __m512 v6, __m512 v7,
-			 __m512 v8, __m512 v9, __m512 v10, __m512 v11,
-			 __m512 v12, __m512 v13, __m512 v14, __m512 v15)
-{
-	__m512		y0 = quadsum512(v0, v1, v2, v3);
-	__m512		y1 = quadsum512(v4, v5, v6, v7);
-	__m512		y2 = quadsum512(v8, v9, v10, v11);
-	__m512		y3 = quadsum512(v12, v13, v14, v15);
-	__m512		z0 = _mm512_add_ps(_mm512_shuffle_f32x4(y0, y1, _MM_SHUFFLE(2, 0, 2, 0)),
-								   _mm512_shuffle_f32x4(y0, y1, _MM_SHUFFLE(3, 1, 3, 1)));
-	__m512		z1 = _mm512_add_ps(_mm512_shuffle_f32x4(y2, y3, _MM_SHUFFLE(2, 0, 2, 0)),
-								   _mm512_shuffle_f32x4(y2, y3, _MM_SHUFFLE(3, 1, 3, 1)));
-
-	return _mm512_add_ps(_mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(2, 0, 2, 0)),
-						 _mm512_shuffle_f32x4(z0, z1, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/*
- * 4 vectors, each holding four 4-float groups (one per 128-bit lane), ->
- * one vector whose lane i is the sum of group i (group g of q[k] is number
- * 4*k + g).
- */
-AVX512_INLINE __m512
-reduce_quads_512(__m512 q0, __m512 q1, __m512 q2, __m512 q3)
-{
-	const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13,
-										   2, 6, 10, 14, 3, 7, 11, 15);
-
-	/* lane 4*L + k of the quad sum is group 4*k + L */
-	return _mm512_permutexvar_ps(perm, quadsum512(q0, q1, q2, q3));
-}
-
-AVX512_INLINE __m512
-pq_term512(__m512 c, __m512 xv, __m512 acc, int ip)
-{
-	if (ip)
-		return _mm512_fmadd_ps(c, xv, acc);
-	else
-	{
-		__m512		d = _mm512_sub_ps(c, xv);
-
-		return _mm512_fmadd_ps(d, d, acc);
-	}
-}
-
-/* w == 4: 4 centroids per register, one per 128-bit lane */
-AVX512_INLINE __m512
-quad4_512(const float *cent, __m512 xp, int ip)
-{
-	__m512		c = _mm512_loadu_ps(cent);
-
-	if (ip)
-		return _mm512_mul_ps(c, xp);
-	c = _mm512_sub_ps(c, xp);
-	return _mm512_mul_ps(c, c);
-}
-
-/* w == 8: 2 centroids per register; fold the two halves of each centroid */
-AVX512_INLINE __m512
-quad8_512(const float *cent, __m512 xp, int ip)
-{
-	__m512		a = _mm512_loadu_ps(cent);
-	__m512		b = _mm512_loadu_ps(cent + 16);
-
-	if (ip)
-	{
-		a = _mm512_mul_ps(a, xp);
-		b = _mm512_mul_ps(b, xp);
-	}
-	else
-	{
-		a = _mm512_sub_ps(a, xp);
-		b = _mm512_sub_ps(b, xp);
-		a = _mm512_mul_ps(a, a);
-		b = _mm512_mul_ps(b, b);
-	}
-	return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-						 _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/* squared differences or products of one packed register */
-AVX512_INLINE __m512
-pq_elem512(__m512 c, __m512 xp, int ip)
-{
-	if (ip)
-		return _mm512_mul_ps(c, xp);
-	c = _mm512_sub_ps(c, xp);
-	return _mm512_mul_ps(c, c);
-}
-
-/* w < 4: 4 centroids zero-padded to 4 floats, one per 128-bit lane */
-AVX512_INLINE __m512
-packed4_512(const float *cent, int w, __m128i mk, __m512 xp, int ip)
-{
-	__m512		c = _mm512_castps128_ps512(_mm_maskload_ps(cent, mk));
-
-	c = _mm512_insertf32x4(c, _mm_maskload_ps(cent + w, mk), 1);
-	c = _mm512_insertf32x4(c, _mm_maskload_ps(cent + 2 * w, mk), 2);
-	c = _mm512_insertf32x4(c, _mm_maskload_ps(cent + 3 * w, mk), 3);
-	return pq_elem512(c, xp, ip);
-}
-
-/* two centroids (w < 8 floats each, zero-padded to 8) in one register */
-AVX512_INLINE __m512
-load2x8_512(const float *c0, const float *c1, __m256i mk)
-{
-	__m512d		lo = _mm512_castpd256_pd512(_mm256_castps_pd(_mm256_maskload_ps(c0, mk)));
-
-	return _mm512_castpd_ps(_mm512_insertf64x4(lo, _mm256_castps_pd(_mm256_maskload_ps(c1, mk)), 1));
-}
-
-/* 4 < w < 8: 4 centroids zero-padded to 8 floats, folded to one quad each */
-AVX512_INLINE __m512
-packed8_512(const float *cent, int w, __m256i mk, __m512 xp, int ip)
-{
-	__m512		a = pq_elem512(load2x8_512(cent, cent + w, mk), xp, ip);
-	__m512		b = pq_elem512(load2x8_512(cent + 2 * w, cent + 3 * w, mk), xp, ip);
-
-	return _mm512_add_ps(_mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(2, 0, 2, 0)),
-						 _mm512_shuffle_f32x4(a, b, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-/*
- * Distances (ip = 0: squared L2; ip = 1: dot product) from x to the 16
- * centroids starting at cent (each w floats wide), lane i = centroid i.
- */
-AVX512_INLINE __m512
-block16_avx512(const float *cent, const float *x, int w, int ip)
-{
-	__m512		v0, v1, v2, v3, v4, v5, v6, v7,
-				v8, v9, v10, v11, v12, v13, v14, v15;
-	int			j = 0;
-
-	if (w == 4)
-	{
-		__m512		xp = _mm512_broadcast_f32x4(_mm_loadu_ps(x));
-
-		return reduce_quads_512(quad4_512(cent, xp, ip), quad4_512(cent + 16, xp, ip),
-								quad4_512(cent + 32, xp, ip), quad4_512(cent + 48, xp, ip));
-	}
-	if (w == 8)
-	{
-		__m512		xp = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_loadu_ps(x))));
-
-		return reduce_quads_512(quad8_512(cent, xp, ip), quad8_512(cent + 32, xp, ip),
-								quad8_512(cent + 64, xp, ip), quad8_512(cent + 96, xp, ip));
-	}
-	if (w < 4)
-	{
-		/* zero-pad each centroid to 4 floats, then as w == 4 */
-		__m128i		mk = _mm_cmpgt_epi32(_mm_set1_epi32(w), _mm_setr_epi32(0, 1, 2, 3));
-		__m512		xp = _mm512_broadcast_f32x4(_mm_maskload_ps(x, mk));
-
-		return reduce_quads_512(packed4_512(cent, w, mk, xp, ip),
-								packed4_512(cent + 4 * w, w, mk, xp, ip),
-								packed4_512(cent + 8 * w, w, mk, xp, ip),
-								packed4_512(cent + 12 * w, w, mk, xp, ip));
-	}
-	if (w < 8)
-	{
-		/* zero-pad each centroid to 8 floats, then as w == 8 */
-		__m256i		mk = tailmask256(w);
-		__m512		xp = _mm512_castpd_ps(_mm512_broadcast_f64x4(_mm256_castps_pd(_mm256_maskload_ps(x, mk))));
-
-		return reduce_quads_512(packed8_512(cent, w, mk, xp, ip),
-								packed8_512(cent + 4 * w, w, mk, xp, ip),
-								packed8_512(cent + 8 * w, w, mk, xp, ip),
-								packed8_512(cent + 12 * w, w, mk, xp, ip));
-	}
-
-	v0 = v1 = v2 = v3 = v4 = v5 = v6 = v7 = _mm512_setzero_ps();
-	v8 = v9 = v10 = v11 = v12 = v13 = v14 = v15 = _mm512_setzero_ps();
-
-#define PQ512_STEP(LOAD) \
-	do { \
-		v0 = pq_term512(LOAD(0), xv, v0, ip); \
-		v1 = pq_term512(LOAD(1), xv, v1, ip); \
-		v2 = pq_term512(LOAD(2), xv, v2, ip); \
-		v3 = pq_term512(LOAD(3), xv, v3, ip); \
-		v4 = pq_term512(LOAD(4), xv, v4, ip); \
-		v5 = pq_term512(LOAD(5), xv, v5, ip); \
-		v6 = pq_term512(LOAD(6), xv, v6, ip); \
-		v7 = pq_term512(LOAD(7), xv, v7, ip); \
-		v8 = pq_term512(LOAD(8), xv, v8, ip); \
-		v9 = pq_term512(LOAD(9), xv, v9, ip); \
-		v10 = pq_term512(LOAD(10), xv, v10, ip); \
-		v11 = pq_term512(LOAD(11), xv, v11, ip); \
-		v12 = pq_term512(LOAD(12), xv, v12, ip); \
-		v13 = pq_term512(LOAD(13), xv, v13, ip); \
-		v14 = pq_term512(LOAD(14), xv, v14, ip); \
-		v15 = pq_term512(LOAD(15), xv, v15, ip); \
-	} while (0)
-#define PQ512_FULL(i) _mm512_loadu_ps(cent + (size_t) (i) * w + j)
-#define PQ512_MASKED(i) _mm512_maskz_loadu_ps(mk, cent + (size_t) (i) * w + j)
-
-	for (; j + 16 <= w; j += 16)
-	{
-		__m512		xv = _mm512_loadu_ps(x + j);
-
-		PQ512_STEP(PQ512_FULL);
-	}
-	if (j < w)
-	{
-		__mmask16	mk = tailmask512(w - j);
-		__m512		xv = _mm512_maskz_loadu_ps(mk, x + j);
-
-		PQ512_STEP(PQ512_MASKED);
-	}
-#undef PQ512_STEP
-#undef PQ512_FULL
-#undef PQ512_MASKED
-
-	return reduce16_512(v0, v1, v2, v3, v4, v5, v6, v7,
-						v8, v9, v10, v11, v12, v13, v14, v15);
-}
-
-AVX512_FN static int
-pq_nearest_avx512(const float *centroids, const float *x, int w, float *dist)
-{
-	__m512		best = _mm512_set1_ps(FLT_MAX);
-	__m512i		bidx = _mm512_setzero_si512();
-	__m512i		cur = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7,
-										8, 9, 10, 11, 12, 13, 14, 15);
-	const __m512i sixteen = _mm512_set1_epi32(16);
-	float		mind;
-	__mmask16	eq;
-	int			c;
-
-	for (c = 0; c < PQ_K; c += 16)
-	{
-		__m512		d = block16_avx512(centroids + (size_t) c * w, x, w, 0);
-		__mmask16	lt = _mm512_cmp_ps_mask(d, best, _CMP_LT_OQ);
-
-		best = _mm512_mask_mov_ps(best, lt, d);
-		bidx = _mm512_mask_mov_epi32(bidx, lt, cur);
-		cur = _mm512_add_epi32(cur, sixteen);
-	}
-	mind = _mm512_reduce_min_ps(best);
-	eq = _mm512_cmp_ps_mask(best, _mm512_set1_ps(mind), _CMP_EQ_OQ);
-	if (dist)
-		*dist = mind;
-	if (eq == 0)
-		return 0;				/* only NaNs */
-	return _mm512_mask_reduce_min_epi32(eq, bidx);
-}
-
-AVX512_FN static void
-pq_l2_table_avx512(const float *centroids, const float *x, int w, float *out)
-{
-	int			c;
-
-	for (c = 0; c < PQ_K; c += 16)
-		_mm512_storeu_ps(out + c, block16_avx512(centroids + (size_t) c * w, x, w, 0));
-}
-
-AVX512_FN static void
-pq_ip_table_avx512(const float *centroids, const float *x, int w, float *out)
-{
-	int			c;
-
-	for (c = 0; c < PQ_K; c += 16)
-	{
-		__m512		d = block16_avx512(centroids + (size_t) c * w, x, w, 1);
-
-		_mm512_storeu_ps(out + c, _mm512_sub_ps(_mm512_setzero_ps(), d));
-	}
 }
 
 #endif							/* GATEANN_X86 */

@@ -108,22 +108,25 @@ bench_impl(const char *impl)
 		}
 	}
 
-	cent = malloc(sizeof(float) * 256 * 16);
-	trng_fill(&r, cent, 256 * 16, 1.0f);
+	/* widths: the default code's 4, 1536 dims' 6, odd ones, and a coarse quantizer's 128 */
+	cent = malloc(sizeof(float) * 256 * 128);
+	trng_fill(&r, cent, 256 * 128, 1.0f);
 	{
-		static const int ws[] = {4, 8, 5, 16};
+		static const int ws[] = {4, 5, 6, 8, 12, 16, 128};
 		size_t		wi;
 
 		for (wi = 0; wi < sizeof(ws) / sizeof(ws[0]); wi++)
 		{
 			int			w = ws[wi];
-			int			n = 100000;
+			int			n = w > 16 ? 20000 : 100000;
 
-			BEST_NS(t, n, acc += (float) k.pq_nearest(cent, a + (size_t) (i & (NVEC - 1)) * 16, w, NULL));
-			printf("%-14s pq_nearest w=%-2d %7.2f ns/op\n", impl, w, t);
+			BEST_NS(t, n, acc += (float) k.pq_nearest(cent, a + (size_t) (i & (NVEC - 1)) * dims, w, NULL));
+			printf("%-14s pq_nearest  w=%-3d %8.2f ns/op\n", impl, w, t);
+			BEST_NS(t, n, k.pq_l2_table(cent, a + (size_t) (i & (NVEC - 1)) * dims, w, tbl); acc += tbl[i & 255]);
+			printf("%-14s pq_l2_table w=%-3d %8.2f ns/op\n", impl, w, t);
+			BEST_NS(t, n, k.pq_ip_table(cent, a + (size_t) (i & (NVEC - 1)) * dims, w, tbl); acc += tbl[i & 255]);
+			printf("%-14s pq_ip_table w=%-3d %8.2f ns/op\n", impl, w, t);
 		}
-		BEST_NS(t, 200000, k.pq_l2_table(cent, a + (size_t) (i & (NVEC - 1)) * 16, 4, tbl); acc += tbl[i & 255]);
-		printf("%-14s pq_l2_table w=4 %7.2f ns/op\n", impl, t);
 	}
 	sink = acc;
 	free(a);
