@@ -4,11 +4,14 @@
 # with half the build list where probes after its first quarter and at its
 # end find enough of the nearest neighbors, else the lists are emptied and
 # the graph built in two passes (alpha 1 with half the list, then alpha with
-# the whole list).  Clustered rows take the one pass and
-# isotropic 64-dimensional rows at a degree of 16 the two, serially and with
-# a parallel worker (whose workers are relaunched for each stretch); each
-# index passes gateann_verify and finds what an exact search finds, as far
-# as its data allows.
+# the whole list); where the first quarter's probe passes and the whole's
+# does not, the one pass's lists get the second of the two passes only.
+# Clustered rows take the one pass, isotropic 64-dimensional rows at a
+# degree of 16 the two, and 20,000 isotropic 256-dimensional rows (their
+# first quarter easier than the whole) the one pass and the second, serially
+# and with a parallel worker (whose workers are relaunched for each
+# stretch); each index passes gateann_verify and finds what an exact search
+# finds, as far as its data allows.
 
 use strict;
 use warnings;
@@ -21,6 +24,19 @@ use GateannTest;
 
 my $node = gateann_node('main');
 
+# SQL for table $table of $rows isotropic Gaussian rows in $dims dimensions
+sub isotropic_rows
+{
+	my ($table, $dims, $rows) = @_;
+	return qq{
+CREATE TABLE $table (id int PRIMARY KEY, v real[]);
+INSERT INTO $table
+  SELECT i, ARRAY(SELECT (sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))::real
+                  FROM generate_series(1, $dims) d WHERE i > 0)
+  FROM generate_series(1, $rows) i;
+};
+}
+
 $node->safe_psql('postgres', q{
 SELECT setseed(0.5);
 -- 20 clusters in 16 dimensions
@@ -29,15 +45,12 @@ INSERT INTO clustered
   SELECT i, ARRAY(SELECT ((i % 20) * 0.37 * (d % 3 + 1) + random() * 0.4)::real
                   FROM generate_series(1, 16) d WHERE i > 0)
   FROM generate_series(1, 12000) i;
--- isotropic Gaussian rows in 64 dimensions
-CREATE TABLE isotropic (id int PRIMARY KEY, v real[]);
-INSERT INTO isotropic
-  SELECT i, ARRAY(SELECT (sqrt(-2 * ln(1 - random())) * cos(2 * pi() * random()))::real
-                  FROM generate_series(1, 64) d WHERE i > 0)
-  FROM generate_series(1, 10000) i;
-ANALYZE clustered, isotropic;
+} . isotropic_rows('isotropic', 64, 10000)
+  . 'SELECT setseed(0.25);' . isotropic_rows('isotropic256', 256, 20000) . q{
+ANALYZE clustered, isotropic, isotropic256;
 ALTER TABLE clustered SET (parallel_workers = 1);
 ALTER TABLE isotropic SET (parallel_workers = 1);
+ALTER TABLE isotropic256 SET (parallel_workers = 1);
 });
 
 # Build an index on $table with $with and max_parallel_maintenance_workers =
@@ -102,6 +115,20 @@ for my $workers (0, 1)
 	# (a degree of 16 is too few for these rows: the build's NOTICE says so)
 	cmp_ok($recall, '>=', 0.85, "isotropic rows, $workers workers: recall $recall");
 	is($problems, '0', "isotropic rows, $workers workers: gateann_verify");
+
+	# the quarter passes, the whole does not: its lists, then the second pass
+	($log, $recall, $problems) = build('isotropic256', '', $workers);
+	like($log, qr/gateann build: two passes: one pass over 20000 of 20000 nodes finds/,
+		"256-d rows, $workers workers: the whole's probe asks for more");
+	unlike($log, qr/gateann build: two passes: one pass over 5000 of/,
+		"256-d rows, $workers workers: the quarter's did not");
+	like($log, qr/gateann build: pass 2, nodes 0 to 20000 in visiting order, alpha 1.20, list 128\b/,
+		"256-d rows, $workers workers: the second pass, alpha 1.2, the whole list");
+	unlike($log, qr/alpha 1.00/,
+		"256-d rows, $workers workers: the lists were kept (no pass at alpha 1)");
+	unlike($log, qr/gateann build: pass 3/, "256-d rows, $workers workers: no third pass");
+	cmp_ok($recall, '>=', 0.95, "256-d rows, $workers workers: recall $recall");
+	is($problems, '0', "256-d rows, $workers workers: gateann_verify");
 }
 
 $node->stop;
