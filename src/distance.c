@@ -123,8 +123,9 @@ gateann_pq_adc_scalar(const float *table, const uint8_t *code, int m)
  * set: compilers convert a byte vector one lane at a time.
  * As fast as the hand-written kernels they replaced (test/unit bench, ns
  * per call, before / after: AVX2 l2sq 128d 7.69 / 7.62, 768d 42.8 / 43.1;
- * AVX-512 8.03 / 7.90, 45.1 / 45.2).  So are the PQ tables and nearest
- * centroids below (but pq_adc: a gather has no such form).
+ * AVX-512 8.03 / 7.90, 45.1 / 45.2).  The PQ tables and nearest centroids
+ * further down are written once too (their figures there); pq_adc is not:
+ * a gather has no vector-extension form.
  * ----------------------------------------------------------------
  */
 typedef float vec16f __attribute__((vector_size(64)));
