@@ -552,15 +552,15 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 		} \
 		else \
 		{ \
-			PQ_KEEP_LESS(best, best_id, d, id, itype); \
+			PQ_KEEP_WHERE((d) < best, best, best_id, d, id, itype); \
 			id += (lanes);		/* (the blocks come in order) */ \
 		} \
 	} while (0)
 
-/* best, best_id = d, d_id in the lanes where d < best */
-#define PQ_KEEP_LESS(best, best_id, d, d_id, itype) \
+/* best, best_id = d, d_id in the lanes where the mask `less` is set */
+#define PQ_KEEP_WHERE(less, best, best_id, d, d_id, itype) \
 	do { \
-		itype		lt_ = (d) < (best); \
+		itype		lt_ = (less); \
  \
 		(best) = (__typeof__(best)) (((itype) (d) & lt_) | ((itype) (best) & ~lt_)); \
 		(best_id) = ((d_id) & lt_) | ((best_id) & ~lt_); \
@@ -721,19 +721,13 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 #define STEP4_4		0, 0, 0, 0
 #define STEP2_4		2, 3, 2, 3
 #define STEP1_4		1, 1, 1, 1
-#ifdef __clang__
-#define SHUFFLE1(a, itype, ...) __builtin_shufflevector((a), (a), __VA_ARGS__)
-#else
-#define SHUFFLE1(a, itype, ...) __builtin_shuffle((a), (itype) {__VA_ARGS__})
-#endif
 #define PQ_NEAREST_STEP(best, best_id, mask, vtype, itype) \
 	do { \
-		vtype		ob_ = SHUFFLE1(best, itype, mask); \
-		itype		oi_ = SHUFFLE1(best_id, itype, mask), \
-					lt_ = (ob_ < (best)) | ((ob_ == (best)) & (oi_ < (best_id))); \
+		vtype		ob_ = SHUFFLE2(best, best, itype, mask); \
+		itype		oi_ = SHUFFLE2(best_id, best_id, itype, mask); \
  \
-		(best) = (vtype) (((itype) ob_ & lt_) | ((itype) (best) & ~lt_)); \
-		(best_id) = (oi_ & lt_) | ((best_id) & ~lt_); \
+		PQ_KEEP_WHERE((ob_ < (best)) | ((ob_ == (best)) & (oi_ < (best_id))), \
+					  best, best_id, ob_, oi_, itype); \
 	} while (0)
 #define PQ_HALVE_NEAREST(best, best_id, vtype, itype, lanes) \
 	do { \
