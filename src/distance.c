@@ -418,10 +418,11 @@ DEFINE_COSINE_SUMS(cosine_sums_avx512, AVX512_TARGET static, vec8f, vec8d, 8)
  * its lanes past the end zeroed; adding adjacent lanes log2(lanes) times
  * turns the lanes sums into the block's distances.
  * Against the kernels written per set they replaced (test/unit bench, an
- * AMD EPYC with AVX-512, ns a call, before / after): AVX-512 l2 table and
- * nearest w = 4 32.6 / 24.2, 51.6 / 41.0; w = 6 90.4 / 88.4, 108.3 / 118.7;
- * w = 128 1,047 / 1,105, 1,038 / 1,090; AVX2 w = 4 40.4 / 41.1,
- * 96.4 / 54.0; w = 16 128.1 / 156.7, 169.2 / 162.1; the baseline set 2-8x
+ * AMD EPYC with AVX-512, ns a call, medians of four runs, before / after):
+ * AVX-512 l2 table and nearest w = 4 34.4 / 23.3, 53.6 / 42.3; w = 6
+ * 92.3 / 66.9, 110.2 / 85.0; w = 128 1,086 / 1,055, 1,075 / 1,036; AVX2
+ * w = 4 41.9 / 42.4, 100.6 / 54.8; w = 16 137.3 / 134.5, 177.8 / 145.7;
+ * every other width and set as fast or faster; the baseline set 2-8x
  * faster at every w.
  * ----------------------------------------------------------------
  */
@@ -508,6 +509,26 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 #endif
 
 /*
+ * {f(0, a), f(1, a), ..., f(lanes - 1, a)}: a vector built in registers.
+ * A loop storing lane after lane leaves it in memory, and the vector load
+ * that reads it back waits until those stores, and so every instruction
+ * before them, have retired: a call could not start before the previous
+ * one had finished (AVX-512, w = 6: nearest 123 -> 87 ns a call, table 91
+ * -> 69).  Only a loop a compiler turns into one load stays a loop.
+ */
+#define LANES_4(f, a)	{f(0, a), f(1, a), f(2, a), f(3, a)}
+#define LANES_8(f, a)	{f(0, a), f(1, a), f(2, a), f(3, a), f(4, a), f(5, a), f(6, a), f(7, a)}
+#define LANES_16(f, a) \
+	{f(0, a), f(1, a), f(2, a), f(3, a), f(4, a), f(5, a), f(6, a), f(7, a), \
+	 f(8, a), f(9, a), f(10, a), f(11, a), f(12, a), f(13, a), f(14, a), f(15, a)}
+#define LANES(f, a, lanes) LANES_##lanes(f, a)
+#define LANE_NUMBER(l, unused) (l)
+/* x's w floats once in every P lanes, each last one again past w (masked) */
+#define X_REPEATED_W(l, P) x[(l) % (P) < w ? (l) % (P) : w - 1]
+/* x's rest: the floats from full_ (its last float past them, masked) */
+#define X_REST(l, unused) x[(l) < rest_ ? full_ + (l) : w - 1]
+
+/*
  * Where the network leaves a block's centroids: id = their numbers lane
  * by lane, inv the way back.  n vectors, per floats to a centroid.
  */
@@ -573,6 +594,7 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 		int			k_; \
  \
 		PQ_BLOCK_ORDER(P, P, itype, lanes); \
+		/* (a compiler loads this loop's x with one broadcast) */ \
 		for (l = 0; l < (lanes); l++) \
 			xr_[l] = x[l % (P)]; \
 		for (c = 0; c < PQ_K; c += (lanes)) \
@@ -615,19 +637,14 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 
 #define PQ_PADDED_ALL(P, vtype, itype, lanes) \
 	do { \
-		vtype		xr_; \
-		itype		keep_, \
-					pair_, \
-					last_pair_; \
+		itype		lane_ = (itype) LANES(LANE_NUMBER, 0, lanes), \
+					upper_ = lane_ >= (P), \
+					keep_ = (lane_ & ((P) - 1)) < w, \
+					pair_ = lane_ + (upper_ & (w - (P))), \
+					last_pair_ = (pair_ + (lanes) - 2 * w) & ((lanes) - 1); \
+		vtype		xr_ = (vtype) ((itype) (vtype) LANES(X_REPEATED_W, P, lanes) & keep_); \
  \
 		PQ_BLOCK_ORDER(P, P, itype, lanes); \
-		for (l = 0; l < (lanes); l++) \
-		{ \
-			xr_[l] = l % (P) < w ? x[l % (P)] : 0.0f; \
-			keep_[l] = l % (P) < w ? -1 : 0; \
-			pair_[l] = l < (P) ? l : l - (P) + w; \
-			last_pair_[l] = (l < (P) ? l + (lanes) - 2 * w : l - (P) + (lanes) - w) % (lanes); \
-		} \
 		for (c = 0; c < PQ_K - (lanes); c += (lanes)) \
 			PQ_PADDED_BLOCK(P, 0, vtype, itype, lanes); \
 		/* (the codebook's end: its last pair loaded to end there) */ \
@@ -640,7 +657,7 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 		_Pragma("GCC unroll 16") \
 		for (k_ = 0; k_ < (lanes); k_++) \
 		{ \
-			size_t		at_ = (size_t) (c + k_) * w + full_; \
+			size_t		at_ = (size_t) (c + k_) * w_ + full_; \
 			vtype		cv_ = (load); \
  \
 			cv_ = (vtype) ((itype) cv_ & keep_); \
@@ -648,27 +665,25 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 		} \
 	} while (0)
 
-/* Every block for any other w */
-#define PQ_GENERAL_ALL(vtype, itype, lanes) \
+/*
+ * Every block for any other w, given as W: a constant where the caller
+ * knows it (its loops then unroll, each load at a constant offset)
+ */
+#define PQ_GENERAL_ALL(W, vtype, itype, lanes) \
 	do { \
-		int			full_ = w - w % (lanes), \
-					rest_ = w - full_; \
-		size_t		size_ = (size_t) PQ_K * w; \
-		vtype		xt_ = {0}; \
-		itype		keep_, \
-					shift_; \
+		const int	w_ = (W); \
+		int			full_ = w_ - w_ % (lanes), \
+					rest_ = w_ - full_; \
+		size_t		size_ = (size_t) PQ_K * w_; \
+		itype		lane_ = (itype) LANES(LANE_NUMBER, 0, lanes), \
+					keep_ = lane_ < rest_, \
+					shift_ = (lane_ + (lanes) - rest_) & ((lanes) - 1); \
+		vtype		xt_ = (vtype) ((itype) (vtype) LANES(X_REST, 0, lanes) & keep_); \
  \
 		PQ_BLOCK_ORDER(lanes, lanes, itype, lanes); \
-		for (l = 0; l < rest_; l++) \
-			xt_[l] = x[full_ + l]; \
-		for (l = 0; l < (lanes); l++) \
-		{ \
-			keep_[l] = l < rest_ ? -1 : 0; \
-			shift_[l] = (l + (lanes) - rest_) % (lanes); \
-		} \
 		for (c = 0; c < PQ_K; c += (lanes)) \
 		{ \
-			const float *blk_ = cent + (size_t) c * w; \
+			const float *blk_ = cent + (size_t) c * w_; \
 			int			j_, \
 						k_; \
  \
@@ -678,13 +693,15 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 			for (j_ = 0; j_ < full_; j_ += (lanes)) \
 			{ \
 				vtype		xv_ = LOADV(vtype, x + j_); \
+				const float *row_ = blk_ + j_; \
  \
+				/* (row after row: one pointer, not one offset a centroid) */ \
 				_Pragma("GCC unroll 16") \
-				for (k_ = 0; k_ < (lanes); k_++) \
-					v[k_] += PQ_TERM(LOADV(vtype, blk_ + (size_t) k_ * w + j_), xv_, ip); \
+				for (k_ = 0; k_ < (lanes); k_++, row_ += w_) \
+					v[k_] += PQ_TERM(LOADV(vtype, row_), xv_, ip); \
 			} \
 			/* (the last block's last rests: loaded to end there, moved down) */ \
-			if (rest_ > 0 && (size_t) (c + (lanes) - 1) * w + full_ + (lanes) <= size_) \
+			if (rest_ > 0 && (size_t) (c + (lanes) - 1) * w_ + full_ + (lanes) <= size_) \
 				PQ_GENERAL_REST(LOADV(vtype, cent + at_), vtype, itype, lanes); \
 			else if (rest_ > 0) \
 				PQ_GENERAL_REST(at_ + (lanes) <= size_ ? LOADV(vtype, cent + at_) : \
@@ -700,8 +717,10 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 	do { \
 		if ((lanes) > 4 && 4 * w > (lanes) && 2 * w < (lanes)) \
 			PQ_PADDED_ALL((lanes) / 2, vtype, itype, lanes); \
+		else if (w == 2 * (lanes)) \
+			PQ_GENERAL_ALL(2 * (lanes), vtype, itype, lanes); \
 		else \
-			PQ_GENERAL_ALL(vtype, itype, lanes); \
+			PQ_GENERAL_ALL(w, vtype, itype, lanes); \
 	} while (0)
 
 /*
@@ -751,7 +770,7 @@ static inline __attribute__((always_inline)) target int \
 distances(const float *cent, const float *x, int w, int ip, float *out, float *nearest_dist) \
 { \
 	vtype		v[16], \
-				best; \
+				best = (vtype) {0} + FLT_MAX; \
 	itype		best_id = {0}, \
 				id, \
 				inv; \
@@ -760,8 +779,6 @@ distances(const float *cent, const float *x, int w, int ip, float *out, float *n
 				c, \
 				l; \
  \
-	for (l = 0; l < (lanes); l++) \
-		best[l] = FLT_MAX; \
 	if (w == 1) \
 		PQ_PACKED_ALL(1, vtype, itype, lanes); \
 	else if (w == 2) \
