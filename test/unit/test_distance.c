@@ -356,6 +356,14 @@ test_dispatch(void)
 		CHECK(strcmp(gateann_distance_impl(), "avx2") == 0, "init chose %s on an avx2 CPU", gateann_distance_impl());
 	else
 		CHECK(strcmp(gateann_distance_impl(), "scalar") == 0, "init chose %s", gateann_distance_impl());
+#if defined(__x86_64__) || defined(__i386__)
+	/* the scalar ADC on AMD's cores (their gathers are slower), else the set's own */
+	__builtin_cpu_init();
+	if (strcmp(gateann_distance_impl(), "scalar") != 0)
+		CHECK((gateann_pq_adc == gateann_pq_adc_scalar) == (__builtin_cpu_is("amd") != 0),
+			  "%s CPU: init chose the %s ADC", __builtin_cpu_is("amd") ? "AMD" : "non-AMD",
+			  gateann_pq_adc == gateann_pq_adc_scalar ? "scalar" : "gather");
+#endif
 	CHECK(gateann_distance_kernels("nonsense", &k) == 0, "unknown impl accepted");
 }
 
