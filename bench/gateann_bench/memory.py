@@ -45,8 +45,8 @@ from pathlib import Path
 
 import numpy as np
 
-import shapes
-from common import connect, git_facts, log, machine_facts, write_json
+from . import shapes
+from .common import connect, git_facts, log, machine_facts, write_json
 
 WORKLOADS = ["none", "u10", "u1"]
 

@@ -25,14 +25,14 @@ import sys
 import time
 from pathlib import Path
 
-from common import connect, git_facts, log, machine_facts, write_json
-from engines import ENGINES, ExactEngine, oneline
-from gen import Dataset, DatasetSpec, load
-from groundtruth import ground_truth
-from measure import K, measure
-from presets import PRESETS
-from report import plot, summary_md, write_csv
-from workloads import WORKLOADS
+from .common import connect, git_facts, log, machine_facts, write_json
+from .engines import ENGINES, ExactEngine, oneline
+from .gen import Dataset, DatasetSpec, load
+from .groundtruth import ground_truth
+from .measure import K, measure
+from .presets import PRESETS
+from .report import plot, summary_md, write_csv
+from .workloads import WORKLOADS
 
 
 # ---------------------------------------------------------------------------

@@ -66,7 +66,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import DATA_DIR, connect, git_facts, log, machine_facts, write_json
+from .common import DATA_DIR, connect, git_facts, log, machine_facts, write_json
 
 SHAPES_VERSION = 1
 K = 10
@@ -165,12 +165,12 @@ def generate(shape: Shape, n: int, nq: int) -> dict:
         vectors[:len(distinct)] = distinct     # every distinct vector at least once
         queries = _sample(base_shape, nq, _rng(sid, 3), model)
     elif shape.kind == "current":
-        from gen import Dataset, DatasetSpec
+        from .gen import Dataset, DatasetSpec
         ds = Dataset(DatasetSpec(n=n, dim=shape.dim, nq=max(nq, 1000)))
         vectors = np.asarray(ds.vectors, np.float32)
         queries = np.asarray(ds.queries[:nq], np.float32)
     elif shape.kind == "sentences":
-        from embed import sentence_embeddings
+        from .embed import sentence_embeddings
         emb = sentence_embeddings(n + nq)
         perm = _rng(sid, 5).permutation(len(emb))
         vectors = np.ascontiguousarray(emb[perm[:n]])

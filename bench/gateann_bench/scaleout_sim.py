@@ -52,8 +52,8 @@ from pathlib import Path
 
 import numpy as np
 
-import shapes
-from common import connect, log, run_facts, write_json
+from . import shapes
+from .common import connect, log, run_facts, write_json
 
 K = shapes.K
 

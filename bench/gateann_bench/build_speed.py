@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-import shapes
-from common import connect, log, run_facts, write_json
+from . import shapes
+from .common import connect, log, run_facts, write_json
 
 K = shapes.K
 DEFAULT_SHAPES = ("current_128,clusters_tight_128,clusters_wide_384,anisotropic_128,"

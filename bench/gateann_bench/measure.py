@@ -12,10 +12,10 @@ import time
 
 import numpy as np
 
-from common import BENCH_DIR
-from engines import pgoptions, set_gucs
-from gen import DatasetSpec
-from groundtruth import recall
+from .common import BENCH_DIR
+from .engines import pgoptions, set_gucs
+from .gen import DatasetSpec
+from .groundtruth import recall
 
 
 K = 10  # recall@K, the LIMIT of every query

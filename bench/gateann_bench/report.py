@@ -6,8 +6,8 @@ import csv
 import json
 from pathlib import Path
 
-from engines import L_KEYS
-from measure import K
+from .engines import L_KEYS
+from .measure import K
 
 
 # ---------------------------------------------------------------------------

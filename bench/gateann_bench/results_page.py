@@ -56,7 +56,7 @@ import re
 import subprocess
 import sys
 
-BENCH = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # bench/, above the package
 REPO = os.path.dirname(BENCH)
 RESULTS = os.path.join(BENCH, "results")
 CURATED = os.path.join(RESULTS, "curated")

@@ -64,8 +64,8 @@ from pathlib import Path
 
 import numpy as np
 
-import shapes
-from common import BENCH_DIR, connect, log, run_facts, write_json
+from . import shapes
+from .common import BENCH_DIR, connect, log, run_facts, write_json
 
 K = shapes.K
 FORMS = ("natural", "natural_fetchk", "natural_tuned", "union", "shard")

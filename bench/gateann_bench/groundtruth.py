@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from common import log
-from gen import Dataset, DatasetSpec
-from workloads import WORKLOADS, Workload
+from .common import log
+from .gen import Dataset, DatasetSpec
+from .workloads import WORKLOADS, Workload
 
 EXTRA = 22
 ROW_CHUNK = 131072

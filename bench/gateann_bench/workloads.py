@@ -51,7 +51,7 @@ class Workload:
     def params(self, nq: int, ds=None) -> np.ndarray:
         rng = np.random.default_rng([self.seed, nq, len(self.name)])
         if self.kind == "eq_near":
-            from gen import query_near_labels
+            from .gen import query_near_labels
             return query_near_labels(ds)[:nq, None].astype(np.int64)
         if self.kind == "none":
             return np.zeros((nq, 0), np.int64)

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent
+BENCH_DIR = Path(__file__).resolve().parent.parent  # bench/, above the package
 REPO_DIR = BENCH_DIR.parent
 DATA_DIR = Path(os.environ.get("BENCH_DATA_DIR", BENCH_DIR / "data"))
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import itertools
 import time
 
-from common import log
-from gen import DatasetSpec
+from .common import log
+from .gen import DatasetSpec
 
 
 def oneline(e) -> str:

@@ -32,8 +32,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import base_table, connect, git_facts, index_facts, log, machine_facts, write_json
-from gen import DatasetSpec, load
+from .common import base_table, connect, git_facts, index_facts, log, machine_facts, write_json
+from .gen import DatasetSpec, load
 
 L_VALUES = [50, 100, 200]
 

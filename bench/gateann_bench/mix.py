@@ -42,8 +42,8 @@ import threading
 import time
 from pathlib import Path
 
-from common import base_table, connect, git_facts, index_facts, log, machine_facts, write_json
-from gen import DatasetSpec, load
+from .common import base_table, connect, git_facts, index_facts, log, machine_facts, write_json
+from .gen import DatasetSpec, load
 
 
 MAINTENANCE = ["VACUUM m", "REINDEX INDEX CONCURRENTLY m_idx", "VACUUM m",

@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import DATA_DIR, connect, log, write_json
+from .common import DATA_DIR, connect, log, write_json
 
 GEN_VERSION = 1          # bump when the generated data changes for the same spec
 CHUNK = 65536            # rows per generation chunk (fixed: part of determinism)

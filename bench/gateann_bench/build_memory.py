@@ -53,8 +53,8 @@ from pathlib import Path
 
 import numpy as np
 
-import shapes
-from common import connect, log, run_facts, write_json
+from . import shapes
+from .common import connect, log, run_facts, write_json
 
 K = 10
 EXTRA = 22             # candidates kept per query beyond K before the float64 re-rank
@@ -86,7 +86,7 @@ def dataset(shape_name: str, n: int, nq: int) -> tuple[np.ndarray, np.ndarray]:
     shape = shapes.SHAPES[shape_name]
     if shape.kind == "current":
         # what shapes.generate does for it, without its in-memory copy
-        from gen import Dataset, DatasetSpec
+        from .gen import Dataset, DatasetSpec
         ds = Dataset(DatasetSpec(n=n, dim=shape.dim, nq=max(nq, 1000)))
         return ds.vectors, np.asarray(ds.queries[:nq], np.float32)
     data = shapes.generate(shape, n, nq)

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import numpy as np
 
-import shapes
-import scaleout_sim
-from common import log
+from . import shapes
+from . import scaleout_sim
+from .common import log
 
 SEEDS = 4        # gateann's scan: SCAN_ENTRY_SEEDS entry points (and the medoid)
 MEM_L = 32       # MemGraph's search list
