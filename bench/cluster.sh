@@ -28,7 +28,7 @@ start)
         --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; exit 1; }
     preload=""
     [ -f "$PKGLIBDIR/gateann.so" ] && preload="gateann"
-    # VectorChord, when installed beside it (bench/shapes.py --engines ...,vchordrq), must be preloaded
+    # VectorChord, when installed beside it (bench/run.sh shapes --engines ...,vchordrq), must be preloaded
     [ -f "$PKGLIBDIR/vchord.so" ] && preload="${preload:+$preload,}vchord"
     cat >>"$dir/data/postgresql.conf" <<CONF
 # --- gateann bench ---

@@ -3,7 +3,7 @@
 -- rows), against CREATE INDEX after loading the same rows: time of each step,
 -- of the inserts that retrain, and recall@10 of 50 queries at L = 100.
 -- Rows from the benchmark's 100K dataset (label10 as the filter column):
---   bench/.venv/bin/python bench/gen.py --n 100000 --load    (libpq env vars)
+--   bench/.venv/bin/python bench/gateann_bench gen --n 100000 --load    (libpq env vars)
 --   psql -X -f bench/grow_from_empty.sql
 -- (bench/RESULTS.md "Growing from an empty table"; uses tables grow_*.)
 \set ON_ERROR_STOP on

@@ -2,7 +2,7 @@
 # Gate vs post QPS at one L, with long pgbench windows repeated and
 # interleaved (gate, post, gate, post, ...), so that a noisy machine shows
 # as spread between repetitions rather than as a bias.  Runs against the
-# server of PGHOST/PGPORT/PGUSER/PGDATABASE, on a table bench/driver.py
+# server of PGHOST/PGPORT/PGUSER/PGDATABASE, on a table bench/gateann_bench/driver.py
 # loaded and indexed (e.g. after `BENCH_USE_EXISTING=1 bench/run.sh filter`).
 #   bench/ratio.sh TABLE FCOLUMN NVALS L [SECONDS=15] [REPS=3] > out.csv
 # PGBENCH_PROTOCOL=simple (default: parse and plan every query, as the

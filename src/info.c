@@ -313,7 +313,7 @@ gateann_prewarm(PG_FUNCTION_ARGS)
  * the record's order (the first tunnel_neighbors are what a tunneling walk
  * follows).  Free slots and tail records, which are outside the graph, are
  * left out.  For looking at a graph and for studies of it outside the server
- * (bench/scaleout_sim.py).
+ * (bench/gateann_bench/scaleout_sim.py).
  *
  * The records are read through the buffer manager one at a time under
  * AccessShareLock, as a scan reads them: a list a writer changes meanwhile

@@ -105,7 +105,7 @@ SELECT 'tenant = 3 AND category <= 5', r.* FROM demo_recall('tenant = 3 AND cate
 \echo
 \echo '=== 4. Recall@10 by gateann.search_list_size (larger L: more candidates read, more time) ==='
 \echo '    (a recall below 0.95 at the default L = 100 is a bug: bench/RESULTS.md measures every'
-\echo '     data shape of bench/shapes.py beside pgvector HNSW on the same rows)'
+\echo '     data shape of bench/gateann_bench/shapes.py beside pgvector HNSW on the same rows)'
 SET gateann.search_list_size = 20;
 SELECT 20 AS search_list_size, 'unfiltered' AS query, r.* FROM demo_recall() r
 UNION ALL SELECT 20, 'tenant = 3', r.* FROM demo_recall('tenant = 3') r;

@@ -6,8 +6,8 @@ compared with the in-memory build of the same rows?
   bench/run.sh build_memory [--n 2000000] [--shape current_128] [--queries 200]
                             [--in-memory-mwm 4GB] [--partition-mwm 256MB] [--L 20,40,100]
 
-One data set of the data-shape matrix (bench/shapes.py; current_128 is
-bench/gen.py's generator: Gaussian clusters in 16-dimensional subspaces of 128
+One data set of the data-shape matrix (bench/gateann_bench/shapes.py; current_128 is
+bench/gateann_bench/gen.py's generator: Gaussian clusters in 16-dimensional subspaces of 128
 dimensions, generated in chunks, memory-mapped), loaded with binary COPY into
 one table bm (id int, cat int = id % 10, v real[]); the query vectors come
 from the same distribution and are not rows.  Exact top-10 ground truth with
@@ -33,7 +33,7 @@ during the build.
 After each build (gateann_prewarm first, 10 untimed queries): recall@10 and
 mean latency (one client, the statement alone timed) at the default
 gateann.search_list_size and at each --L, unfiltered and WHERE cat = 3.
-recall@10 as bench/shapes.py counts it: a returned row is a hit when its
+recall@10 as bench/gateann_bench/shapes.py counts it: a returned row is a hit when its
 distance is no larger than the 10th true neighbour's (ties are hits); per
 query min(hits, 10) / min(10, matching rows); `zero` counts the queries with
 recall 0.
@@ -416,10 +416,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--command", default="bench/build_memory.py")
+    ap.add_argument("--command", default="python3 -m gateann_bench build_memory")
     ap.add_argument("--n", type=int, default=2_000_000)
     ap.add_argument("--shape", default="current_128",
-                    help="a shape of bench/shapes.py (distance: L2)")
+                    help="a shape of bench/gateann_bench/shapes.py (distance: L2)")
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--in-memory-mwm", default="4GB")
     ap.add_argument("--partition-mwm", default="256MB")

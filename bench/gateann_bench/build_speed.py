@@ -7,7 +7,7 @@ the recall each index gives afterwards.
                            [--workers 0,1] [--L 20,40,100] [--queries 200]
                            [--gateann-with 'build_search_list_size = 100']
 
-For each shape of the data-shape matrix (bench/shapes.py: the same generated
+For each shape of the data-shape matrix (bench/gateann_bench/shapes.py: the same generated
 rows and queries, its first metric) one table bs_<shape> (id bigint, embedding
 real[]) and a copy as vector(d) for pgvector, loaded by binary COPY.  Then for
 each value of --workers (max_parallel_maintenance_workers; 0 is a serial build)
@@ -21,7 +21,7 @@ and each engine, one after the other on a quiet server:
 timed by the client (the statement alone), at maintenance_work_mem = 4GB
 (every build in memory).  After each build: recall@10 unfiltered, one client,
 at each --L (gateann.search_list_size / hnsw.ef_search / vchordrq probes as
-bench/shapes.py sweeps them), counted as bench/shapes.py counts it (a row is a
+bench/gateann_bench/shapes.py sweeps them), counted as bench/gateann_bench/shapes.py counts it (a row is a
 hit when its distance is at most the 10th true neighbour's), with the queries
 at recall 0 and the mean ms per query.  gateann_index_info's build_recall and
 tunnel prefix are kept.
@@ -122,7 +122,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--command", default="bench/build_speed.py")
+    ap.add_argument("--command", default="python3 -m gateann_bench build_speed")
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--shapes", default=DEFAULT_SHAPES)

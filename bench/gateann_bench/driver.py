@@ -11,7 +11,7 @@ statements), per-scan counters from gateann_last_scan(), and QPS with pgbench
   points.csv, results.json, summary.md, *.png
 Connection: libpq environment (PGHOST, PGPORT, PGUSER, PGDATABASE).
 
-  python driver.py --preset quick --out results/x [--workloads label10,...]
+  python3 -m gateann_bench driver --preset quick --out results/x [--workloads label10,...]
 
 Presets live in presets.py, engines in engines.py, a point's measurement in
 measure.py, the output in report.py.

@@ -16,7 +16,7 @@ docstrings and comments of the packages installed beside the interpreter
 standard library's alone, so earlier caches stay valid.
 
 sentence_embeddings(n) returns (n, 384) float32 unit vectors, cached under
-bench/data/embeddings/.  CLI: python embed.py --n 20000
+bench/data/embeddings/.  CLI: python3 -m gateann_bench embed --n 20000
 """
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ Filter columns (one random stream each, so adding one never changes another):
 Row ids are 1..n (bigint), query ids 1..nq. Everything is cached as .npy under
 bench/data/<dataset name>/ and loaded into PostgreSQL with binary COPY.
 
-CLI:  python gen.py --n 100000 --dim 128 [--load]   (see --help)
+CLI:  python3 -m gateann_bench gen --n 100000 --dim 128 [--load]   (see --help)
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ Cache: bench/data/<dataset>/gt/<workload key>_nq<nq>_k<k>.npz with
   nmatch  (nq,)   number of rows matching each query's filter
   params  the workload's per-query filter values (checked on reuse)
 
-CLI:  python groundtruth.py --n 100000 --dim 128 --workload label10 --nq 200
+CLI:  python3 -m gateann_bench groundtruth --n 100000 --dim 128 --workload label10 --nq 200
 """
 from __future__ import annotations
 

@@ -5,9 +5,9 @@ simulated on gateann's own graphs, exported with gateann_graph().
   bench/run.sh memgraph_sim [--shapes current_128,sentences_384] [--n 100000]
                             [--L 20,40,100] [--samples 0.0025,0.01] [--queries 200]
 
-For each shape (bench/shapes.py's rows and queries, its first metric) the
+For each shape (bench/gateann_bench/shapes.py's rows and queries, its first metric) the
 script builds a gateann index at its defaults in run.sh's throwaway server,
-exports its graph, and walks it as bench/scaleout_sim.py does (best-first,
+exports its graph, and walks it as bench/gateann_bench/scaleout_sim.py does (best-first,
 a list of L by exact distance; its expansions are the records a scan
 reads).  The arms differ only in where the walk starts:
 
@@ -20,7 +20,7 @@ reads).  The arms differ only in where the walk starts:
               MEM_L; the walk starts from the nearest SEEDS it found
 
 Counted per query: the main walk's expansions (reads), recall@10 (tie-aware,
-as bench/shapes.py counts it), queries that found none of their 10; the
+as bench/gateann_bench/shapes.py counts it), queries that found none of their 10; the
 in-memory search's expansions (no reads), and each arm's memory: the entry
 points' vectors, MemGraph its sample's vectors and lists and its entry points.
 
@@ -108,7 +108,7 @@ def summary_md(res: dict) -> str:
 
 
 def main():
-    ap = scaleout_sim.simulation_parser(__doc__, "bench/memgraph_sim.py",
+    ap = scaleout_sim.simulation_parser(__doc__, "python3 -m gateann_bench memgraph_sim",
                                         "current_128,sentences_384")
     ap.add_argument("--L", default="20,40,100")
     ap.add_argument("--samples", default="0.0025,0.01")

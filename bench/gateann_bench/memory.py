@@ -6,7 +6,7 @@
                       [--workloads none,u10,u1] [--filter-modes gate,post]
                       [--read-lists 0,20]
 
-One table of a shape of the data-shape matrix (bench/shapes.py: the same rows,
+One table of a shape of the data-shape matrix (bench/gateann_bench/shapes.py: the same rows,
 queries and ground truth) with a gateann index on (embedding, u10, u1).  The
 server is restarted for every memory budget with shared_buffers small enough
 that the index is not read into them (it stays out of shared buffers unless a
@@ -152,7 +152,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--command", default="bench/memory.py")
+    ap.add_argument("--command", default="python3 -m gateann_bench memory")
     ap.add_argument("--shape", default="sentences_384")
     ap.add_argument("--n", type=int, default=100_000)
     ap.add_argument("--nq", type=int, default=200)

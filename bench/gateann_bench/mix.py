@@ -2,10 +2,10 @@
 REINDEX CONCURRENTLY and ALTER INDEX together for minutes, with kill -9 of a
 writing backend now and then, then a check that nothing was lost.
 
-  python mix.py --out results/x [--n 100000] [--minutes 5] [--clients 2]
-                [--maint-every 30] [--kill-every 0]
+  python3 -m gateann_bench mix --out results/x [--n 100000] [--minutes 5] [--clients 2]
+                               [--maint-every 30] [--kill-every 0]
 
-On a generated dataset of n rows (bench/gen.py, loaded once):
+On a generated dataset of n rows (bench/gateann_bench/gen.py, loaded once):
   1. table m := the first 80% of the rows, CREATE INDEX (embedding, label10);
   2. pgbench for --minutes with --clients clients, weighted scripts:
        insert@5  a row with the vector and label of one of the other 20%

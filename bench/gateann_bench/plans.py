@@ -2,7 +2,7 @@
 """Which plan the planner chooses for a filtered nearest-neighbour query, and
 whether it is the fastest one.
 
-One table per size (--sizes, rows of bench/gen.py's 128-dimension data) with
+One table per size (--sizes, rows of bench/gateann_bench/gen.py's 128-dimension data) with
 filter columns of selectivity 0.01 %, 0.1 %, 1 %, 10 % and 50 % (s0001 ...
 s50: value = row % (1 / selectivity)), each with a btree index, and a gateann
 index over the vector and those columns; two more columns of 1 % and 10 %
@@ -18,7 +18,7 @@ For each filter (and none), over --queries query vectors and filter values,
             after one untimed pass
   recall    recall@10 of the chosen plan against the sequential scan's rows
 
-CLI: python plans.py --out DIR [--sizes 5000,100000] [--queries 50]
+CLI: python3 -m gateann_bench plans --out DIR [--sizes 5000,100000] [--queries 50]
 """
 from __future__ import annotations
 

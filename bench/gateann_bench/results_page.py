@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Regenerate the tables of bench/RESULTS.md from benchmark run summaries.
 
-    python3 bench/results_page.py                  # rewrite the generated tables
-    python3 bench/results_page.py --list           # which run every table row came from
-    python3 bench/results_page.py --check          # exit 1 if RESULTS.md is out of date
-    python3 bench/results_page.py --curated-only --check
-                                                   # ... from what git holds (before a commit)
-    python3 bench/results_page.py --curate bench/results/<run> [--note TEXT]
-                                                   # keep a run's small summary in git
+    python3 bench/gateann_bench results_page             # rewrite the generated tables
+    python3 bench/gateann_bench results_page --list      # which run every table row came from
+    python3 bench/gateann_bench results_page --check     # exit 1 if RESULTS.md is out of date
+    python3 bench/gateann_bench results_page --curated-only --check
+                                                         # ... from what git holds (before a commit)
+    python3 bench/gateann_bench results_page --curate bench/results/<run> [--note TEXT]
+                                                         # keep a run's small summary in git
 
 Standard library only; run it from anywhere.
 
@@ -232,7 +232,7 @@ def _summarize_mix(rj):
 
 
 def _summarize_build_memory(rj):
-    """bench/build_memory.py: the two builds and their recall points."""
+    """bench/gateann_bench/build_memory.py: the two builds and their recall points."""
     st = rj.get("settings") or {}
     keep = ("mode", "maintenance_work_mem", "maintenance_work_mem_kb", "build_s", "partitioned",
             "partition_notice_rows", "partitions", "peak_memory_kb", "peak_line_mwm_kb",
@@ -248,7 +248,7 @@ def _summarize_build_memory(rj):
 
 
 def _summarize_build_speed(rj):
-    """bench/build_speed.py: per shape and worker count, each engine's build
+    """bench/gateann_bench/build_speed.py: per shape and worker count, each engine's build
     seconds and recall points."""
     st = rj.get("settings") or {}
     return {"settings": {k: st.get(k) for k in ("n", "queries", "L", "workers", "engines",
@@ -259,7 +259,7 @@ def _summarize_build_speed(rj):
 
 
 def _summarize_shards(rj):
-    """bench/shards.py: per shard count and workload, each query form's recall,
+    """bench/gateann_bench/shards.py: per shard count and workload, each query form's recall,
     ms and rows received."""
     st = rj.get("settings") or {}
     return {"settings": {k: st.get(k) for k in ("shape", "n", "queries", "shards", "workloads",
@@ -659,7 +659,7 @@ def t_matrix(runs, n):
 
 SPEED_WORKLOADS = ["none", "u10", "u1", "a10", "c10", "c5"]
 SPEED_RECALL = 0.95
-# bench/shapes.py times only the query from this commit on (before, its time
+# bench/gateann_bench/shapes.py times only the query from this commit on (before, its time
 # included gateann's counter query, which pgvector has none of)
 QUERY_ONLY_TIMING = "8c981ec"
 
@@ -1100,7 +1100,7 @@ def t_fuzz(runs):
 
 def t_eviction(runs):
     """Rows inserted into freed slots while the store budget evicts and reloads
-    the index's store (bench/eviction.py): the runs of the newest code, newest
+    the index's store (bench/gateann_bench/eviction.py): the runs of the newest code, newest
     first (a run whose commit is an ancestor of another run's is left out, such
     as the one of the code before issue 32's fixes, made after them; it stays
     in bench/results/curated/)."""
@@ -1121,7 +1121,7 @@ def t_eviction(runs):
 
 
 def t_memory_modes(runs):
-    """Gate against post on the device (bench/memory.py --filter-modes gate,post),
+    """Gate against post on the device (bench/gateann_bench/memory.py --filter-modes gate,post),
     newest run only."""
     cand = [r for r in of_kind(runs, "memory")
             if any(p.get("mode") == "post" for p in r.get("points") or [])]
@@ -1131,7 +1131,7 @@ def t_memory_modes(runs):
 
 
 def t_memory_walk(runs):
-    """A memory walk against reading as the walk goes (bench/memory.py
+    """A memory walk against reading as the walk goes (bench/gateann_bench/memory.py
     --read-lists 0,n), and the other techniques: runs that varied more than one
     setting, the newest of each shape and size."""
     cand = [r for r in of_kind(runs, "memory") if len(_varied(r)) > 1]
@@ -1279,7 +1279,7 @@ def _precision(r):
 
 
 def t_record_precision(runs):
-    """Single against half-precision records on the device (bench/memory.py
+    """Single against half-precision records on the device (bench/gateann_bench/memory.py
     --gateann-with 'record_precision = ...'): the newest run of each
     precision per shape and size, at each run's smallest L."""
     cand = [r for r in of_kind(runs, "memory") if _precision(r) and not _ablation(r)]
@@ -1323,7 +1323,7 @@ def _kib_mib(kb):
 
 
 def t_build_memory(runs):
-    """A table larger than maintenance_work_mem (bench/build_memory.py): the
+    """A table larger than maintenance_work_mem (bench/gateann_bench/build_memory.py): the
     same rows built in memory and in partitions, one row per run with both
     builds side by side; the newest run per (shape, rows, dims)."""
     seen, cand = set(), []
@@ -1381,7 +1381,7 @@ def t_build_memory(runs):
 
 
 def t_build_speed(runs):
-    """Build time beside pgvector HNSW (bench/build_speed.py): one row per
+    """Build time beside pgvector HNSW (bench/gateann_bench/build_speed.py): one row per
     shape and row count, a figure per worker count in each cell, each from the
     newest run that has it."""
     seen, rows, used = set(), [], []
@@ -1459,7 +1459,7 @@ def t_build_speed(runs):
 
 
 def t_shards(runs):
-    """Shards through postgres_fdw (bench/shards.py): the newest run's rows;
+    """Shards through postgres_fdw (bench/gateann_bench/shards.py): the newest run's rows;
     the rows split by cluster and routed, as columns of the same shard count
     and filter."""
     runs_ = of_kind(runs, "shards")
@@ -1518,7 +1518,7 @@ def t_shards(runs):
 
 
 def t_scaleout_sim(runs):
-    """One global graph over N servers against N graphs (bench/scaleout_sim.py):
+    """One global graph over N servers against N graphs (bench/gateann_bench/scaleout_sim.py):
     the newest run, per shape and N."""
     runs_ = of_kind(runs, "scaleout_sim")
     if not runs_:
@@ -1578,7 +1578,7 @@ def t_scaleout_sim(runs):
 
 
 def t_memgraph_sim(runs):
-    """OctopusANN's MemGraph against the entry points (bench/memgraph_sim.py):
+    """OctopusANN's MemGraph against the entry points (bench/gateann_bench/memgraph_sim.py):
     the newest run, a row per shape and L, a column per start."""
     runs_ = of_kind(runs, "memgraph_sim")
     if not runs_:

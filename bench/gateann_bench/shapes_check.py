@@ -24,7 +24,7 @@ same rows and queries (the generator is deterministic: same shape, n, nq and
 SHAPES_VERSION) for shapes whose later run measured gateann alone; the output
 says so.
 
-Usage: bench/shapes_check.py [--matrix] RESULTS.json [RESULTS.json ...]
+Usage: python3 bench/gateann_bench shapes_check [--matrix] RESULTS.json [RESULTS.json ...]
 """
 import json
 import sys

@@ -8,7 +8,7 @@ can write, beside the shards' own latency and one server holding every row.
 
 The coordinator is run.sh's throwaway server; each shard a throwaway server of
 its own (bench/cluster.sh, ports after the coordinator's, shared_buffers 1GB),
-all on this machine.  The rows and queries are bench/shapes.py's (its first
+all on this machine.  The rows and queries are bench/gateann_bench/shapes.py's (its first
 metric, its u10 label column: 10 values, one asked per query).  For each
 number of shards N, shard i holds the rows with id % N = i and a gateann
 index on (embedding, u10); the coordinator's table `items` is partitioned by
@@ -324,7 +324,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--command", default="bench/shards.py")
+    ap.add_argument("--command", default="python3 -m gateann_bench shards")
     ap.add_argument("--shape", default="current_128")
     ap.add_argument("--n", type=int, default=300_000)
     ap.add_argument("--queries", type=int, default=200)

@@ -1,8 +1,8 @@
 """Writes benchmark (writes issue): insert throughput and recall after churn.
 
-  python writes.py --out results/x [--n 1000000] [--dim 128] [--queries 100]
+  python3 -m gateann_bench writes --out results/x [--n 1000000] [--dim 128] [--queries 100]
 
-On a generated dataset of n rows (bench/gen.py, loaded once):
+On a generated dataset of n rows (bench/gateann_bench/gen.py, loaded once):
   1. table w := the first 80% of the rows; CREATE INDEX (embedding, label10);
   2. insert 20% more rows (ids from the remaining 20%) with pgbench, first with
      1 client, then with 2: rows/s for each;
