@@ -855,7 +855,8 @@ hsum256(__m256 v)
  * Measured (test/unit/bench.c, Sapphire Rapids): faster than the scalar loop
  * from m = 16 up (m=32: 7.5 vs 8.6 ns; m=16: 4.2 vs 6.0 ns), slower below,
  * so small m goes to the scalar loop.  Also faster there than 16-lane
- * AVX-512 gathers (m=16: 9.2 ns), so the AVX-512 set uses this one too.
+ * AVX-512 gathers (m=16: 9.2 ns; on an AMD EPYC 11.4 against 5.4), so the
+ * AVX-512 set uses this one too and none with AVX-512 gathers is kept.
  * Not on AMD's cores, whose gathers are slower than the scalar loop
  * (gateann_distance_init).
  */
@@ -884,44 +885,6 @@ pq_adc_avx2(const float *table, const uint8_t *code, int m)
 	for (; s < m; s++)
 		tail += table[(size_t) s * PQ_K + code[s]];
 	return hsum256(_mm256_add_ps(acc0, acc1)) + tail;
-}
-
-/* ----------------------------------------------------------------
- * AVX-512F
- * ----------------------------------------------------------------
- */
-/* the AVX-512 set also requires AVX2+FMA (every AVX-512F CPU has them) */
-#define AVX512_FN __attribute__((target("avx512f,avx2,fma")))
-
-AVX512_FN static float
-pq_adc_avx512_gather(const float *table, const uint8_t *code, int m)
-{
-	const __m512i offs = _mm512_setr_epi32(0, PQ_K, 2 * PQ_K, 3 * PQ_K,
-										   4 * PQ_K, 5 * PQ_K, 6 * PQ_K, 7 * PQ_K,
-										   8 * PQ_K, 9 * PQ_K, 10 * PQ_K, 11 * PQ_K,
-										   12 * PQ_K, 13 * PQ_K, 14 * PQ_K, 15 * PQ_K);
-	__m512		acc0 = _mm512_setzero_ps();
-	__m512		acc1 = _mm512_setzero_ps();
-	float		tail = 0.0f;
-	int			s = 0;
-
-	for (; s + 32 <= m; s += 32)
-	{
-		__m512i		i0 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (code + s))), offs);
-		__m512i		i1 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (code + s + 16))), offs);
-
-		acc0 = _mm512_add_ps(acc0, _mm512_i32gather_ps(i0, table + (size_t) s * PQ_K, 4));
-		acc1 = _mm512_add_ps(acc1, _mm512_i32gather_ps(i1, table + (size_t) (s + 16) * PQ_K, 4));
-	}
-	for (; s + 16 <= m; s += 16)
-	{
-		__m512i		i0 = _mm512_add_epi32(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *) (code + s))), offs);
-
-		acc0 = _mm512_add_ps(acc0, _mm512_i32gather_ps(i0, table + (size_t) s * PQ_K, 4));
-	}
-	for (; s < m; s++)
-		tail += table[(size_t) s * PQ_K + code[s]];
-	return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
 }
 
 #endif							/* GATEANN_X86 */
@@ -998,12 +961,6 @@ gateann_distance_kernels(const char *impl, GateannDistanceKernels *out)
 		out->l2sq_double = l2sq_double_avx2;
 		out->dot_double = dot_double_avx2;
 		out->cosine_sums = cosine_sums_avx2;
-		return 1;
-	}
-	/* benchmark-only variant: ADC with 16-lane AVX-512 gathers */
-	if (strcmp(impl, "avx512-gather") == 0 && gateann_distance_kernels("avx512", out))
-	{
-		out->pq_adc = pq_adc_avx512_gather;
 		return 1;
 	}
 #endif

@@ -197,7 +197,7 @@ bench_pq(void)
 int
 main(int argc, char **argv)
 {
-	static const char *const impls[] = {"scalar", "avx2", "avx512", "avx512-gather"};
+	static const char *const impls[] = {"scalar", "avx2", "avx512"};
 	size_t		i;
 
 	for (i = 0; i < sizeof(impls) / sizeof(impls[0]); i++)
