@@ -990,10 +990,11 @@ gateann_distance_init(void)
 		 * An AMD EPYC (Zen 4) gathers slower than the scalar ADC loop looks
 		 * up (test/unit bench, ns a call, m = 32 / 96: 9.1 / 28.3 against
 		 * 5.6 / 18.5), and a filtered walk at 384 dimensions, which computes
-		 * ~6,700 PQ distances a query, answered 10 % faster with the loop
-		 * (on the device, 100K sentence embeddings, a 10 % filter, L = 20:
-		 * 0.84-0.90 against 0.97-0.99 ms a query).  An Intel core gathers
-		 * faster (pq_adc_avx2).
+		 * ~6,700 PQ distances a query, answered faster with the loop (100K
+		 * sentence embeddings, a 10 % filter, L = 20: records from the page
+		 * cache 0.84-0.90 against 0.97-0.99 ms a query; on the device 717-742
+		 * against 676-695 queries/s).  An Intel core gathers faster
+		 * (pq_adc_avx2).
 		 */
 		__builtin_cpu_init();
 		if (__builtin_cpu_is("amd"))

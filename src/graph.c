@@ -1427,11 +1427,11 @@ gateann_graph_complete(GateannGraph *g, GateannGraphScratch *s, int L, float alp
  * about as good a graph as DiskANN's two passes (alpha 1, then alpha, each
  * with the whole list) in a third to a half of the time (100K rows,
  * recall@10 at L = 20-100: within 0.001 on clustered, anisotropic and
- * bench/gateann_bench/gen.py's shapes, 0.002-0.004 lower on sentence embeddings, higher
- * on many copies of each vector, whose queries that found none of their
- * neighbors went from 7 to 1 of 200).  On data of high intrinsic dimension
- * it does not: an isotropic Gaussian of 128 dimensions lost 0.015, which
- * the two passes keep.  So a probe decides, twice: after a
+ * bench/gateann_bench/gen.py's shapes, 0.002-0.004 lower on sentence
+ * embeddings, higher on many copies of each vector, whose queries that
+ * found none of their neighbors went from 7 to 1 of 200).  On data of high
+ * intrinsic dimension it does not: an isotropic Gaussian of 128 dimensions
+ * lost 0.015, which the two passes keep.  So a probe decides, twice: after a
  * quarter of the nodes (over those: hard data shows early, and little is
  * thrown away) and at the end of the pass (over all: a small graph is
  * easier than the whole, 5,000 of 20,000 isotropic 256-dimensional rows

@@ -42,10 +42,11 @@ gateann_pq_codebook_bytes(int dims)
  * 8 -> 8, 13 -> 8 (uneven), 128 -> 32, 384 -> 96, 768 -> 192, 960 -> 240,
  * 1024 -> 256, 1536 -> 256, 16000 -> 250.
  *
- * Measured on the data-shape matrix (bench/gateann_bench/shapes.py): at 960 dimensions a
- * 96-byte code (10 dimensions per subspace) left recall@10 at 0.6 where 240
- * bytes gave 0.9; two-dimensional data coded in one byte was 0.92 with
- * exact neighbors tens of times closer than the code could tell apart.
+ * Measured on the data-shape matrix (bench/gateann_bench/shapes.py): at
+ * 960 dimensions a 96-byte code (10 dimensions per subspace) left recall@10
+ * at 0.6 where 240 bytes gave 0.9; two-dimensional data coded in one byte
+ * was 0.92 with exact neighbors tens of times closer than the code could
+ * tell apart.
  */
 int
 gateann_pq_default_subspaces(int dims)
