@@ -526,7 +526,7 @@ typedef int32_t vec16i __attribute__((vector_size(64)));
 /* x's w floats once in every P lanes, each last one again past w (masked) */
 #define X_REPEATED_W(l, P) x[(l) % (P) < w ? (l) % (P) : w - 1]
 /* x's rest: the floats from full_ (its last float past them, masked) */
-#define X_REST(l, unused) x[(l) < rest_ ? full_ + (l) : w - 1]
+#define X_REST(l, unused) x[(l) < rest_ ? full_ + (l) : w_ - 1]
 
 /*
  * Where the network leaves a block's centroids: id = their numbers lane
@@ -994,9 +994,9 @@ gateann_distance_init(void)
 		 * sentence embeddings, a 10 % filter, L = 20: records from the page
 		 * cache 0.84-0.90 against 0.97-0.99 ms a query; on the device 717-742
 		 * against 676-695 queries/s).  An Intel core gathers faster
-		 * (pq_adc_avx2).
+		 * (pq_adc_avx2).  (gateann_distance_kernels has initialized
+		 * __builtin_cpu_is.)
 		 */
-		__builtin_cpu_init();
 		if (__builtin_cpu_is("amd"))
 			k.pq_adc = gateann_pq_adc_scalar;
 	}
